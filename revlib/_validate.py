@@ -1,0 +1,50 @@
+"""Config validation shared by every dataclass in revlib.
+
+Each check raises ``ValueError`` naming the field and the allowed range, so that a reader
+who mistypes a parameter learns what to change without reading the source.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+
+def integer(name: str, value, lo: int | None = None, hi: int | None = None) -> None:
+    """Require an int (not bool) in ``[lo, hi]`` (either bound may be open: ``None``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer{_range(lo, hi)}, got {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ValueError(f"{name} must be an integer{_range(lo, hi)}, got {value!r}")
+
+
+def real(name: str, value, lo: float | None = None, hi: float | None = None,
+         lo_open: bool = False, hi_open: bool = False) -> None:
+    """Require a finite real number in the given (closed unless ``*_open``) interval."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and lo is not None:
+        ok = value > lo if lo_open else value >= lo
+    if ok and hi is not None:
+        ok = value < hi if hi_open else value <= hi
+    if not ok:
+        lb = "" if lo is None else ("(" if lo_open else "[") + f"{lo}"
+        ub = "" if hi is None else f"{hi}" + (")" if hi_open else "]")
+        where = f" in {lb or '(-inf'}, {ub or 'inf)'}" if (lo is not None or hi is not None) else ""
+        raise ValueError(f"{name} must be a finite number{where}, got {value!r}")
+
+
+def choice(name: str, value, allowed: Iterable) -> None:
+    """Require ``value`` to be one of ``allowed``."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+def _range(lo, hi) -> str:
+    if lo is None and hi is None:
+        return ""
+    if hi is None:
+        return f" >= {lo}"
+    if lo is None:
+        return f" <= {hi}"
+    return f" in [{lo}, {hi}]"

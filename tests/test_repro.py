@@ -1,0 +1,28 @@
+import pytest
+import torch
+
+from revlib import repro
+
+
+def test_setup_fixes_seed_threads_and_determinism():
+    repro.setup(123)
+    a = torch.randn(5)
+    gen = repro.setup(123)
+    b = torch.randn(5)
+    assert torch.equal(a, b)
+    assert torch.get_num_threads() == 1
+    assert torch.are_deterministic_algorithms_enabled()
+    assert torch.equal(torch.randn(3, generator=gen), torch.randn(3, generator=repro.generator(123)))
+
+
+@pytest.mark.parametrize("kwargs, field", [({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
+                                           ({"seed": 0, "threads": 0}, "threads")])
+def test_setup_rejects_bad_input(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        repro.setup(**kwargs)
+
+
+def test_environment_report_names_versions():
+    report = repro.environment_report()
+    assert report["torch"].startswith("2.13")
+    assert {"python", "numpy", "matplotlib", "seaborn", "revlib"} <= set(report)

@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+import torch
+
+from revlib.train import TrainConfig, train
+
+
+def _quadratic(n_seeds, targets):
+    """S independent least-squares problems: loss_s = mean_i (w_s - t_{s,i})^2."""
+    w = torch.nn.Parameter(torch.zeros(n_seeds))
+
+    def loss(idx):
+        t = targets if idx is None else targets.gather(1, idx)
+        return ((w[:, None] - t) ** 2).mean(dim=1)
+
+    return w, loss
+
+
+def test_gd_matches_closed_form():
+    # w_{k+1} = w_k - lr * 2 (w_k - mean t)  =>  w_k = mean t * (1 - (1 - 2 lr)^k)
+    targets = torch.tensor([[1.0, 3.0], [-2.0, 0.0]])
+    w, loss = _quadratic(2, targets)
+    cfg = TrainConfig(steps=10, lr=0.1, eval_points=11)
+    hist = train([w], loss, cfg, evals={"w": lambda: w.clone()}, n_seeds=2)
+    mean = targets.mean(dim=1).numpy()
+    expected = mean[None, :] * (1 - 0.8 ** np.arange(11))[:, None]
+    np.testing.assert_allclose(hist["w"], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hist.time, 0.1 * np.arange(11))
+
+
+def test_seeds_in_a_batch_do_not_interact():
+    targets = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
+    cfg = TrainConfig(steps=20, lr=0.05, optimizer="adam", batch_size=2, eval_points=5)
+    w, loss = _quadratic(3, targets)
+    together = train([w], loss, cfg, evals={"w": lambda: w.clone()}, n_train=8, n_seeds=3,
+                     batch_seeds=[10, 11, 12])
+    w1, loss1 = _quadratic(1, targets[1:2])
+    alone = train([w1], loss1, cfg, evals={"w": lambda: w1.clone()}, n_train=8, n_seeds=1,
+                  batch_seeds=[11])
+    np.testing.assert_allclose(together["w"][:, 1], alone["w"][:, 0], rtol=1e-6)
+
+
+def test_minibatches_cover_each_epoch_without_replacement():
+    seen = []
+    w = torch.nn.Parameter(torch.zeros(1))
+
+    def loss(idx):
+        seen.append(idx[0].tolist())
+        return (w ** 2).sum()[None]
+
+    train([w], loss, TrainConfig(steps=3, lr=0.1, optimizer="sgd", batch_size=2), evals={},
+          n_train=6, n_seeds=1)
+    assert sorted(sum(seen, [])) == list(range(6))
+
+
+def test_log_spaced_eval_steps_include_both_ends():
+    steps = TrainConfig(steps=1000, lr=1.0, eval_points=20, eval_spacing="log").eval_steps()
+    assert steps[0] == 0 and steps[-1] == 1000 and np.all(np.diff(steps) > 0)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"steps": 0, "lr": 1.0}, "steps"),
+    ({"steps": 1, "lr": 0.0}, "lr"),
+    ({"steps": 1, "lr": 1.0, "optimizer": "lbfgs"}, "optimizer"),
+    ({"steps": 1, "lr": 1.0, "optimizer": "gd", "batch_size": 4}, "batch_size"),
+    ({"steps": 1, "lr": 1.0, "optimizer": "sgd"}, "batch_size"),
+    ({"steps": 1, "lr": 1.0, "momentum": 1.0}, "momentum"),
+    ({"steps": 1, "lr": 1.0, "eval_points": 1}, "eval_points"),
+    ({"steps": 1, "lr": 1.0, "eval_spacing": "cubic"}, "eval_spacing"),
+])
+def test_train_config_errors_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        TrainConfig(**kwargs)
+
+
+def test_loss_of_wrong_shape_is_reported():
+    w = torch.nn.Parameter(torch.zeros(2))
+    with pytest.raises(ValueError, match="one loss per seed"):
+        train([w], lambda idx: w.sum(), TrainConfig(steps=1, lr=0.1), evals={}, n_seeds=2)
