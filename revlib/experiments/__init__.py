@@ -1,0 +1,1 @@
+"""One module per chapter: a frozen ``Config`` dataclass and ``run(config) -> Result``."""

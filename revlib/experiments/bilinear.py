@@ -1,0 +1,136 @@
+"""Chapter "The bilinear model": train ``x^T Theta y`` on the reversal data, several seeds at once."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from revlib import _validate, repro
+from revlib.data.reversal import BilinearTask, bilinear_task
+from revlib.models.bilinear import Bilinear
+from revlib.theory import bilinear as theory
+from revlib.train import History, TrainConfig, train
+
+
+@dataclass(frozen=True)
+class Config:
+    """``m`` vocabulary size, ``n`` pairs, ``d`` embedding dimension, ``n_reverse_heldout``
+    held-out reverse facts (the paper: 1). ``init="pretrained"`` starts from
+    ``Theta_0 = init_scale * G`` with ``G`` standard Gaussian (checked against the theorem's
+    condition ``1/(2m) < p < 2/m`` in the result). ``optimizer``: ``"gd"`` (full batch; small
+    ``lr`` approximates gradient flow) or ``"sgd"`` (``batch_size`` pairs a step).
+    """
+
+    m: int = 64
+    n: int = 16
+    d: int = 1024
+    n_reverse_heldout: int = 1
+    seed: int = 0
+    n_seeds: int = 5
+    optimizer: str = "gd"
+    lr: float = 2.0
+    steps: int = 1000
+    batch_size: int = 0
+    init: str = "zero"
+    init_scale: float = 0.1
+    eval_points: int = 60
+    eval_spacing: str = "log"
+
+    def __post_init__(self):
+        _validate.integer("m", self.m, 4, 20_000)
+        _validate.integer("n", self.n, 1, self.m // 2)
+        _validate.integer("d", self.d, 1, 100_000)
+        _validate.integer("n_reverse_heldout", self.n_reverse_heldout, 1, self.n)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 256)
+        _validate.choice("optimizer", self.optimizer, ("gd", "sgd"))
+        _validate.choice("init", self.init, ("zero", "pretrained"))
+        _validate.real("init_scale", self.init_scale, 0.0, 10.0)
+        self.train_config()  # validates lr, steps, batch_size, eval_*
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer=self.optimizer,
+                           batch_size=self.batch_size, eval_points=self.eval_points,
+                           eval_spacing=self.eval_spacing)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class Result:
+    """``history`` holds ``train_loss`` and ``reverse_loss`` ``[E, S]``. Final logits
+    ``forward_logits[s, i, j] = x_i^T Theta y_j`` and ``reverse_logits[s, i, j] = y_i^T Theta x_j``
+    ``[S, n, n]``; reverse rows ``i < n_reverse_heldout`` are the held-out facts."""
+
+    config: Config
+    task: BilinearTask
+    history: History
+    forward_logits: np.ndarray
+    reverse_logits: np.ndarray
+    init_probability_range: np.ndarray
+
+    @property
+    def log_m(self) -> float:
+        return math.log(self.config.m)
+
+    @property
+    def time(self) -> np.ndarray:
+        return self.history.time
+
+    @property
+    def train_loss(self) -> np.ndarray:
+        return self.history["train_loss"]
+
+    @property
+    def reverse_loss(self) -> np.ndarray:
+        return self.history["reverse_loss"]
+
+    @property
+    def epsilon(self) -> np.ndarray:
+        """Per seed, the smallest epsilon for which Theorem 1's ratio bound holds."""
+        return theory.smallest_epsilon(self.train_loss, self.reverse_loss)
+
+    def predicted_train_loss(self) -> np.ndarray:
+        """The orthogonal-limit gradient-flow curve at ``self.time`` (zero init only)."""
+        return theory.orthogonal_limit_train_loss(self.time, self.config.m, self.task.n_train)
+
+
+def run(config: Config) -> Result:
+    """Train ``config.n_seeds`` bilinear models at once and evaluate them."""
+    task = bilinear_task(config.m, config.n, config.d, config.n_reverse_heldout, config.seeds)
+    S, r = task.n_seeds, task.coords.shape[-1]
+    theta0 = None
+    if config.init == "pretrained":
+        # Q^T G Q has i.i.d. N(0, 1) entries for orthonormal Q: sampling directly in span
+        # coordinates gives exactly the law of a Gaussian d x d initialisation.
+        theta0 = config.init_scale * torch.stack(
+            [torch.randn(r, r, generator=repro.generator(s + 7_919)) for s in config.seeds])
+    model = Bilinear(S, r, theta0)
+    vocab = task.coords
+
+    def loss(idx):
+        if idx is None:
+            return model.loss(vocab, task.train_in, task.train_out)
+        return model.loss(vocab, task.train_in.gather(1, idx), task.train_out.gather(1, idx))
+
+    history = train(
+        model, loss, config.train_config(),
+        evals={"train_loss": lambda: model.loss(vocab, task.train_in, task.train_out),
+               "reverse_loss": lambda: model.loss(vocab, task.heldout_in, task.heldout_out)},
+        n_train=task.n_train, n_seeds=S, batch_seeds=[s + 104_729 for s in config.seeds])
+    with torch.no_grad():
+        theta = model.theta
+        xs = torch.gather(vocab, 1, task.x[..., None].expand(-1, -1, r))
+        ys = torch.gather(vocab, 1, task.y[..., None].expand(-1, -1, r))
+        forward = xs @ theta @ ys.transpose(-1, -2)
+        reverse = ys @ theta @ xs.transpose(-1, -2)
+        init = theory.initial_probability_range(
+            theta0 if theta0 is not None else torch.zeros(S, r, r), vocab)
+    return Result(config=config, task=task, history=history,
+                  forward_logits=forward.numpy(), reverse_logits=reverse.numpy(),
+                  init_probability_range=init.numpy())

@@ -1,0 +1,1 @@
+"""Models. Each keeps a leading seed axis on its parameters so several seeds train as one."""

@@ -1,0 +1,1 @@
+"""Closed forms that the derivations predict, next to the code that measures them."""
