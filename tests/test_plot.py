@@ -23,6 +23,7 @@ def test_savefig_writes_three_stable_files(tmp_path):
     assert first["fig-test.svg"] == (tmp_path / "fig-test.svg").read_bytes()
     assert first["fig-test.pdf"] == (tmp_path / "fig-test.pdf").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(first)  # no temp files left
+    assert all(p.stat().st_mode & 0o044 == 0o044 for p in paths)  # readable by all
 
 
 def test_savefig_failure_leaves_nothing(tmp_path, monkeypatch):
@@ -44,3 +45,14 @@ def test_savefig_failure_leaves_nothing(tmp_path, monkeypatch):
 def test_savefig_rejects_bad_labels(tmp_path, label):
     with pytest.raises(ValueError, match="label"):
         plot.savefig(_figure(), label, tmp_path)
+
+
+def test_heatmap_stays_small_in_vector_files(tmp_path):
+    import numpy as np
+
+    plot.set_theme()
+    fig, ax = plt.subplots()
+    plot.heatmap(ax, np.random.default_rng(0).normal(size=(200, 200)), "big")
+    plot.savefig(fig, "fig-heat", tmp_path)
+    assert (tmp_path / "fig-heat.svg").stat().st_size < 500_000
+    assert (tmp_path / "fig-heat.pdf").stat().st_size < 500_000
