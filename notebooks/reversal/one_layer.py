@@ -1,0 +1,178 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook: the one-layer transformer
+#
+# The executable side of {doc}`../../book/reversal/one_layer`. We train the one-layer
+# transformer of {cite}`zhu2024reversal` (Section 4) on the reversal data twice: directly in
+# its reparameterisation $(Y, Z)$ of {cite}`tian2023scan`, where the theory is exact, and as an
+# actual one-layer transformer with frozen Gaussian embeddings and trainable
+# $W_Q, W_K, W_V$, whose effective $Y=UW_V^\top U^\top$ we read off. Several seeds train at once
+# as one batched model; bands span the seeds (line: median; band: min to max).
+
+# %% tags=["parameters"]
+SEED = 0        # base seed; seeds SEED, SEED+1, ... train side by side
+N_SEEDS = 3     # seeds
+M = 200         # vocabulary: 2 relation tokens + 198 entities
+N_PAIRS = 60    # pairs (A_i, B_i)
+N_HELDOUT = 20  # pairs whose backward sentence "B_i <- A_i" is held out
+STEPS = 300     # GD steps of the reparameterised model
+LR = 100.0      # its step size; time t = LR * step
+D = 128         # embedding dimension of the transformer (Gaussian embeddings, d < M)
+TF_STEPS = 600  # GD steps of the transformer
+TF_LR = 8.0     # its step size
+
+# %%
+from revlib import repro
+
+repro.setup(SEED)
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from revlib import plot
+from revlib.experiments import one_layer
+
+plot.set_theme()
+cfg = one_layer.Config(M=M, n=N_PAIRS, n_heldout=N_HELDOUT, seed=SEED, n_seeds=N_SEEDS,
+                       lr=LR, steps=STEPS, d=D, tf_lr=TF_LR, tf_steps=TF_STEPS)
+res = one_layer.run(cfg)
+print(f"M = {M}, {N_PAIRS} pairs, {N_HELDOUT} backward sentences held out, "
+      f"{res.task.n_train} training sentences, seeds {cfg.seeds}")
+print(f"uniform probability 1/M = {1 / M:.4f}, twice uniform = {2 / M:.4f}")
+
+# %% [markdown]
+# ## 1. The reparameterised model: $Y[A_i,B_i]$ grows as predicted, $Y[B_i,A_i]$ does not move
+#
+# With one context token the attention weight is 1, so $Z$ gets no gradient, and the logits
+# of "$A_i\to$" are $Y[A_i,\cdot]+Y[\to,\cdot]$. The rows $A_i$ and $\to$ are touched by the
+# forward sentences only, and five numbers describe them by symmetry; their gradient flow
+# (derived in the chapter) is the dashed line. A held-out $B_i$ never appears as an input, so
+# its row of $Y$ receives exactly zero gradient: $Y[B_i,A_i]=0$ at every step.
+
+# %%
+h = res.history
+pred = res.predicted(h.time)
+gap = np.abs(np.median(h["Y_AB"], axis=1) - pred["Y_AB"])[1:].max()
+print(f"final Y[A_i, B_i]: measured {np.median(h['Y_AB'][-1]):.3f}, predicted {pred['Y_AB'][-1]:.3f}; "
+      f"largest gap along training {gap:.3f}")
+print(f"final p(B_i | A_i ->) {h['forward_p'][-1].min():.3f}, "
+      f"trained p(A_i | B_i <-) {h['backward_p'][-1].min():.3f} (worst seed)")
+print(f"largest |Y[B_i, A_i]| over held-out pairs, all steps and seeds: {h['Y_BA_heldout'].max():.1f}")
+print(f"held-out p(A_i | B_i <-): final {h['heldout_p'][-1].max():.5f}, "
+      f"largest ever {h['heldout_p_max'].max():.5f}")
+assert gap < 0.02 * pred["Y_AB"][-1]
+assert np.all(h["forward_p"][-1] > 0.9) and np.all(h["backward_p"][-1] > 0.9)
+assert np.all(h["Y_BA_heldout"] == 0.0)           # exactly: the row never gets a gradient
+assert h["heldout_p_max"].max() <= 1 / M + 1e-9   # the chapter proves p <= 1/M
+assert np.all(h["heldout_p"][-1] < 0.5 / M)
+
+# %% mystnb={"figure": {"caption": "Reparameterised one-layer model trained in $(Y,Z)$ by full-batch GD (M = 200, 60 pairs, 20 backward sentences held out, step 100, 3 seeds; the seeds coincide because the dynamics is symmetric in the pairs). Left: $Y[A_i,B_i]$ (mean over pairs) with the gradient-flow prediction (dashed), and $\\max|Y[B_i,A_i]|$ over held-out pairs, which is exactly 0. Right: training probabilities and the held-out reverse probability against $1/M$ and $2/M$. The paper states the theorem without a simulation scale we know of; this one is ours.", "name": "fig-onelayer-reparam"}}
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+t = h.time
+plot.seed_band(ax1, t[1:], h["Y_AB"][1:], label="$Y[A_i,B_i]$ measured")
+ax1.plot(t[1:], pred["Y_AB"][1:], "k--", lw=1, label="gradient-flow prediction")
+plot.seed_band(ax1, t[1:], h["Y_BA_heldout"][1:], label=r"held-out $\max|Y[B_i,A_i]|$")
+ax1.set(xscale="log", xlabel="time $t$", ylabel="effective weight")
+ax1.legend(fontsize="small")
+plot.seed_band(ax2, t[1:], h["forward_p"][1:], label=r"train $p(B_i\mid A_i\to)$")
+plot.seed_band(ax2, t[1:], h["backward_p"][1:], label=r"train $p(A_i\mid B_i\leftarrow)$")
+plot.seed_band(ax2, t[1:], h["heldout_p"][1:], label=r"held-out $p(A_i\mid B_i\leftarrow)$")
+ax2.axhline(1 / M, color="k", ls=":", lw=1, label="$1/M$")
+ax2.axhline(2 / M, color="grey", ls="--", lw=1, label="$2/M$")
+ax2.set(xscale="log", yscale="log", xlabel="time $t$", ylabel="probability")
+ax2.legend(fontsize="small", loc="center left")
+plot.savefig(fig, "fig-onelayer-reparam")
+plt.show()
+
+# %% [markdown]
+# ## 2. An actual one-layer transformer has the same asymmetry
+#
+# Frozen embeddings $U$ with rows $\sim\mathcal N(0,I_d/d)$, $d=128<M$ (so the embeddings
+# overlap), trainable $W_Q, W_K$ (small random start) and $W_V$ (zero start), full-batch GD.
+# The effective $Y=UW_V^\top U^\top$ is no longer confined row by row: the overlaps let the
+# held-out entries move. What matters is whether they move *towards* the reverse fact.
+
+# %%
+th = res.tf_history
+print(f"transformer: final p(B_i | A_i ->) {th['forward_p'][-1].min():.3f}, "
+      f"trained p(A_i | B_i <-) {th['backward_p'][-1].min():.3f} (worst seed)")
+print(f"held-out p(A_i | B_i <-), mean over pairs: final {np.median(th['heldout_p'][-1]):.5f}, "
+      f"largest over steps and seeds {th['heldout_p'].max():.5f} (2/M = {2 / M:.4f})")
+print(f"  largest single held-out pair, any step or seed: {th['heldout_p_max'].max():.5f}")
+print(f"held-out reverse NLL {-np.log(np.median(th['heldout_p'][-1])):.2f} against log M = {math.log(M):.2f}")
+print(f"largest change of the effective Z: {res.tf_Z_change.max():.1f} (W_Q, W_K get no gradient at T = 2)")
+assert np.all(th["forward_p"][-1] > 0.9) and np.all(th["backward_p"][-1] > 0.9)
+assert th["heldout_p"].max() <= 2 / M
+assert np.all(res.tf_Z_change == 0.0)
+
+# %% [markdown]
+# The diagonal of each block, minus its off-diagonal mean: large for every trained direction,
+# nothing for the held-out reverse direction, in both models.
+
+# %%
+k = N_HELDOUT
+
+
+def contrast(block, rows):
+    sub = block[rows]
+    diag = np.array([sub[i, r] for i, r in enumerate(rows)])
+    return diag.mean() - (sub.sum() - diag.sum()) / (sub.size - len(rows))
+
+
+table = {}
+for name, Y in [("reparameterised", res.Y), ("transformer", res.tf_Y)]:
+    vals = []
+    for s in range(N_SEEDS):
+        blk = res.blocks(Y, s)
+        vals.append([contrast(blk["forward"], list(range(N_PAIRS))),
+                     contrast(blk["backward"], list(range(k, N_PAIRS))),
+                     contrast(blk["backward"], list(range(k)))])
+    table[name] = np.median(vals, axis=0)
+print("diagonal minus off-diagonal of Y (median over seeds):")
+print(f"{'model':16s} {'Y[A,B] all':>11s} {'Y[B,A] trained':>15s} {'Y[B,A] held-out':>16s}")
+for name, v in table.items():
+    print(f"{name:16s} {v[0]:11.2f} {v[1]:15.2f} {v[2]:16.2f}")
+for v in table.values():
+    assert v[0] > 3 and v[1] > 3 and v[2] < 0.5
+
+# %% mystnb={"figure": {"caption": "Effective weights after training (seed SEED). Top: reparameterised model; bottom: one-layer transformer with frozen Gaussian embeddings ($d$ = 128, M = 200), effective $Y=UW_V^\\top U^\\top$. Left: $Y[A_i,B_j]$; right: $Y[B_i,A_j]$, held-out pairs above the white line: no diagonal there. Paper's Figure 2 shows logits of a 24-layer GPT-2 (d = 768, vocab 800); these are effective weights of one-layer models.", "name": "fig-onelayer-heatmaps"}}
+fig, axes = plt.subplots(2, 2, figsize=(9, 8.5))
+for row, (name, Y) in enumerate([("reparameterised", res.Y), ("transformer", res.tf_Y)]):
+    blk = res.blocks(Y, 0)
+    vmax = float(np.abs(blk["forward"]).max())
+    plot.heatmap(axes[row, 0], blk["forward"], f"{name}: $Y[A_i,B_j]$", "$B_j$", "$A_i$",
+                 vmin=-vmax, vmax=vmax, cmap="vlag", cbar=False)
+    plot.heatmap(axes[row, 1], blk["backward"], f"{name}: $Y[B_i,A_j]$", "$A_j$", "$B_i$",
+                 vmin=-vmax, vmax=vmax, cmap="vlag")
+    axes[row, 1].axhline(k, color="white", lw=2)
+plot.savefig(fig, "fig-onelayer-heatmaps")
+plt.show()
+
+# %% mystnb={"figure": {"caption": "The transformer's probabilities over GD time (same run as the bottom row of the heatmaps; 3 seeds, median and band). Dotted: $1/M$; dashed: $2/M$.", "name": "fig-onelayer-transformer"}}
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+t = th.time
+plot.seed_band(ax, t[1:], th["forward_p"][1:], label=r"train $p(B_i\mid A_i\to)$")
+plot.seed_band(ax, t[1:], th["backward_p"][1:], label=r"train $p(A_i\mid B_i\leftarrow)$")
+plot.seed_band(ax, t[1:], th["heldout_p"][1:], label=r"held-out $p(A_i\mid B_i\leftarrow)$")
+ax.axhline(1 / M, color="k", ls=":", lw=1)
+ax.axhline(2 / M, color="grey", ls="--", lw=1)
+ax.set(xscale="log", yscale="log", xlabel="time $t$", ylabel="probability")
+ax.legend(fontsize="small")
+plot.savefig(fig, "fig-onelayer-transformer")
+plt.show()

@@ -1,0 +1,221 @@
+"""Chapter "Chain-of-thought and intransitivity": the chain task in the reparameterised
+one-layer model and in a small causal transformer, and the correlated-token variant."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from revlib import _validate
+from revlib.data.chains import DIRECT, INDIRECT, ChainTask, chain_task, related_task
+from revlib.models.reparam import Reparam, nll
+from revlib.models.transformer import Transformer, TransformerConfig
+from revlib.train import History, TrainConfig, train
+
+
+@dataclass(frozen=True)
+class Config:
+    """Chain task: ``vocab_size`` (2 relation tokens + entities), ``n`` triples, ``n_heldout``
+    whose "A ~> C" is held out. Reparameterised model: ``steps`` GD steps of size ``lr`` from
+    ``Y = Z = 0``. Transformer (``n_layer``, ``d_model``, ``n_head``; LayerNorm, MLP,
+    absolute positions, learned embeddings as in the paper's GPT-2): AdamW at ``tf_lr`` with
+    weight decay ``weight_decay`` and ``batch_size`` for ``epochs`` epochs. Correlated-token
+    variant: ``alphabet`` index tokens, ``related_train`` / ``related_heldout`` triples,
+    ``related_epochs`` epochs (``0`` skips it)."""
+
+    vocab_size: int = 302
+    n: int = 100
+    n_heldout: int = 30
+    seed: int = 0
+    n_seeds: int = 3
+    lr: float = 100.0
+    steps: int = 400
+    n_layer: int = 2
+    d_model: int = 64
+    n_head: int = 4
+    tf_lr: float = 0.01
+    weight_decay: float = 0.01
+    batch_size: int = 64
+    epochs: int = 100
+    alphabet: int = 200
+    related_train: int = 100
+    related_heldout: int = 50
+    related_epochs: int = 80
+    eval_points: int = 30
+
+    def __post_init__(self):
+        _validate.integer("vocab_size", self.vocab_size, 8, 100_000)
+        _validate.integer("n", self.n, 2, (self.vocab_size - 2) // 3)
+        _validate.integer("n_heldout", self.n_heldout, 1, self.n - 1)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.integer("epochs", self.epochs, 1, 100_000)
+        _validate.integer("alphabet", self.alphabet, 2, 100_000)
+        _validate.integer("related_train", self.related_train, 1, self.alphabet - 1)
+        _validate.integer("related_heldout", self.related_heldout, 1,
+                          self.alphabet - self.related_train)
+        _validate.integer("related_epochs", self.related_epochs, 0, 100_000)
+        TransformerConfig(vocab_size=self.vocab_size, block_size=4, n_layer=self.n_layer,
+                          n_head=self.n_head, d_model=self.d_model)
+        self.train_config()
+        self.tf_train_config(2 * self.n + self.n - self.n_heldout, self.epochs)
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, eval_points=self.eval_points)
+
+    def tf_train_config(self, n_train: int, epochs: int) -> TrainConfig:
+        _validate.integer("batch_size", self.batch_size, 1, n_train)
+        steps = max(1, epochs * (n_train // self.batch_size))
+        return TrainConfig(steps=steps, lr=self.tf_lr, optimizer="adamw", batch_size=self.batch_size,
+                           weight_decay=self.weight_decay, eval_points=self.eval_points)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class ModelResult:
+    """One model on the chain task. ``history`` ``[E, S]``: ``p_AB``, ``p_BC``, ``p_AC_train``,
+    ``p_AC_heldout`` (mean answer probabilities), ``nll_train`` (mean answer NLL over training
+    sentences), ``nll_heldout`` (mean NLL of the held-out "A_i ~> C_i"). ``blocks[name]``:
+    ``[S, n, n]`` answer logits after "A_i ->" over ``B_j`` (``"B|A"``), after "B_i ->" over
+    ``C_j`` (``"C|B"``), after "A_i ~>" over ``C_j`` (``"C|A"``); rows ``i < n_heldout`` are the
+    held-out triples. ``two_step_acc``, ``direct_acc``: ``[S]`` greedy accuracies on held-out
+    triples of "A -> B^, B^ -> C^" and of "A ~> C^"."""
+
+    history: History
+    blocks: dict[str, np.ndarray]
+    two_step_acc: np.ndarray
+    direct_acc: np.ndarray
+
+
+@dataclass
+class Result:
+    config: Config
+    task: ChainTask
+    reparam: ModelResult
+    transformer: ModelResult
+    reparam_Y_AC_heldout: np.ndarray  # [E, S]: largest Y[A_i, C_i] over held-out triples
+    related: History | None            # two-token NLLs of the correlated-token variant
+    related_task: ChainTask | None
+
+    @property
+    def log_V(self) -> float:
+        return math.log(self.config.vocab_size)
+
+
+def _gather(seq: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
+    return seq if idx is None else seq.gather(1, idx[..., None].expand(-1, -1, seq.shape[-1]))
+
+
+def _answer_logits_fn(model, kind: str):
+    """``logits(entity [S, B], relation) -> [S, B, V]``: the next-token logits after "entity rel"."""
+    if kind == "reparam":
+        return lambda ent, rel: model(ent[..., None], torch.full_like(ent, rel))
+    return lambda ent, rel: model(torch.stack([ent, torch.full_like(ent, rel)], dim=-1))[:, :, 1]
+
+
+def _evaluate(logits, task: ChainTask, history: History) -> ModelResult:
+    a, b, c, k = task.a, task.b, task.c, task.n_heldout
+    with torch.no_grad():
+        lab, lbc, lac = logits(a, DIRECT), logits(b, DIRECT), logits(a, INDIRECT)
+        blocks = {"B|A": torch.gather(lab, 2, b[:, None, :].expand(-1, a.shape[1], -1)),
+                  "C|B": torch.gather(lbc, 2, c[:, None, :].expand(-1, a.shape[1], -1)),
+                  "C|A": torch.gather(lac, 2, c[:, None, :].expand(-1, a.shape[1], -1))}
+        b_hat = logits(a[:, :k], DIRECT).argmax(-1)
+        c_hat = logits(b_hat, DIRECT).argmax(-1)
+        two = (c_hat == c[:, :k]).float().mean(1)
+        direct = (logits(a[:, :k], INDIRECT).argmax(-1) == c[:, :k]).float().mean(1)
+    return ModelResult(history=history, blocks={key: v.numpy() for key, v in blocks.items()},
+                       two_step_acc=two.numpy(), direct_acc=direct.numpy())
+
+
+def _evals(logits, task: ChainTask, extra=None):
+    a, b, c, k = task.a, task.b, task.c, task.n_heldout
+
+    def p(ent, rel, ans):
+        return torch.exp(-nll(logits(ent, rel), ans))
+
+    def nll_of(seq):
+        return nll(_seq_logits(logits, seq), seq[..., 2]).mean(1)
+
+    evals = {"p_AB": lambda: p(a, DIRECT, b).mean(1), "p_BC": lambda: p(b, DIRECT, c).mean(1),
+             "p_AC_train": lambda: p(a[:, k:], INDIRECT, c[:, k:]).mean(1),
+             "p_AC_heldout": lambda: p(a[:, :k], INDIRECT, c[:, :k]).mean(1),
+             "nll_train": lambda: nll_of(task.train), "nll_heldout": lambda: nll_of(task.heldout)}
+    evals.update(extra or {})
+    return evals
+
+
+def _seq_logits(logits, seq: torch.Tensor) -> torch.Tensor:
+    """Answer logits ``[S, N, V]`` of three-token sentences ``[S, N, 3]`` (mixed relations)."""
+    out = logits(seq[..., 0], DIRECT)
+    ind = logits(seq[..., 0], INDIRECT)
+    return torch.where((seq[..., 1] == INDIRECT)[..., None], ind, out)
+
+
+def _related_nll(model: Transformer, seq: torch.Tensor, first_only: bool = False) -> torch.Tensor:
+    """Answer-word NLL ``[S, N]`` of five-token sentences: ``-log p(t3 | t0..t2) - log p(t4 | t0..t3)``."""
+    logp = torch.log_softmax(model(seq[..., :4])[:, :, 2:4], dim=-1)
+    tok = torch.gather(logp, 3, seq[..., 3:5, None]).squeeze(-1)   # [S, N, 2]
+    return -(tok[..., 0] if first_only else tok.sum(-1))
+
+
+def run(config: Config) -> Result:
+    """Train the reparameterised model, the transformer and (optionally) the correlated-token
+    variant, ``config.n_seeds`` seeds at once."""
+    task = chain_task(config.vocab_size, config.n, config.n_heldout, config.seeds)
+    S, V = task.n_seeds, config.vocab_size
+    k = task.n_heldout
+    s = torch.arange(S)[:, None]
+
+    # the reparameterised model, full-batch GD from Y = Z = 0
+    reparam = Reparam(S, V)
+    rlog = _answer_logits_fn(reparam, "reparam")
+    rhist = train(reparam, lambda idx: nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1),
+                  config.train_config(),
+                  evals=_evals(rlog, task, {"Y_AC_heldout": lambda: reparam.Y[s, task.a[:, :k],
+                                                                              task.c[:, :k]].amax(1)}),
+                  n_seeds=S)
+    reparam_res = _evaluate(rlog, task, rhist)
+
+    # the small causal transformer, AdamW on minibatches (the paper's optimiser)
+    tcfg = TransformerConfig(vocab_size=V, block_size=2, n_layer=config.n_layer,
+                             n_head=config.n_head, d_model=config.d_model)
+    tf = Transformer(tcfg, S, seed=config.seed)
+    tlog = _answer_logits_fn(tf, "transformer")
+
+    def tf_loss(idx):
+        seq = _gather(task.train, idx)
+        return nll(_seq_logits(tlog, seq), seq[..., 2]).mean(1)
+
+    thist = train(tf, tf_loss, config.tf_train_config(task.n_train, config.epochs),
+                  evals=_evals(tlog, task), n_train=task.n_train, n_seeds=S,
+                  batch_seeds=[x + 104_729 for x in config.seeds])
+    tf.eval()
+    tf_res = _evaluate(tlog, task, thist)
+
+    related, rtask = None, None
+    if config.related_epochs:
+        rtask = related_task(config.alphabet, config.related_train, config.related_heldout,
+                             config.seeds)
+        rcfg = TransformerConfig(vocab_size=rtask.vocab_size, block_size=4, n_layer=config.n_layer,
+                                 n_head=config.n_head, d_model=config.d_model)
+        rel = Transformer(rcfg, S, seed=config.seed + 7_919)
+
+        def rel_loss(idx):
+            return _related_nll(rel, _gather(rtask.train, idx)).mean(1) / 2  # mean per answer token
+
+        related = train(
+            rel, rel_loss, config.tf_train_config(rtask.n_train, config.related_epochs),
+            evals={"word_nll_train": lambda: _related_nll(rel, rtask.train).mean(1),
+                   "word_nll_heldout": lambda: _related_nll(rel, rtask.heldout).mean(1),
+                   "first_nll_heldout": lambda: _related_nll(rel, rtask.heldout, True).mean(1),
+                   "word_nll_heldout_max": lambda: _related_nll(rel, rtask.heldout).amax(1)},
+            n_train=rtask.n_train, n_seeds=S, batch_seeds=[x + 7 for x in config.seeds])
+    return Result(config=config, task=task, reparam=reparam_res, transformer=tf_res,
+                  reparam_Y_AC_heldout=rhist["Y_AC_heldout"], related=related, related_task=rtask)

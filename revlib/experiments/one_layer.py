@@ -1,0 +1,138 @@
+"""Chapter "The one-layer transformer": the reparameterised model trained in ``(Y, Z)`` and an
+actual one-layer transformer with frozen embeddings, on the same reversal data."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from revlib import _validate
+from revlib.data.onelayer import ReversalTask, reversal_task
+from revlib.models.reparam import EMBEDDINGS, OneLayer, Reparam, nll
+from revlib.theory import one_layer as theory
+from revlib.train import History, TrainConfig, train
+
+
+@dataclass(frozen=True)
+class Config:
+    """``M`` vocabulary (2 relation tokens + entities), ``n`` pairs, ``n_heldout`` pairs whose
+    backward sentence is held out. The reparameterised model trains ``steps`` full-batch GD
+    steps of size ``lr`` from ``Y = Z = 0``; the transformer (``d``, ``embedding``,
+    ``init_std`` of ``W_Q, W_K``; ``W_V`` starts at zero) trains ``tf_steps`` GD steps of
+    size ``tf_lr``."""
+
+    M: int = 200
+    n: int = 60
+    n_heldout: int = 20
+    seed: int = 0
+    n_seeds: int = 3
+    lr: float = 100.0
+    steps: int = 300
+    d: int = 128
+    embedding: str = "gaussian"
+    init_std: float = 0.1
+    tf_lr: float = 8.0
+    tf_steps: int = 600
+    eval_points: int = 40
+
+    def __post_init__(self):
+        _validate.integer("M", self.M, 6, 5_000)
+        _validate.integer("n", self.n, 2, (self.M - 2) // 2)
+        _validate.integer("n_heldout", self.n_heldout, 1, self.n - 1)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.integer("d", self.d, 1, 4096)
+        _validate.choice("embedding", self.embedding, EMBEDDINGS)
+        if self.embedding == "orthonormal" and self.d < self.M:
+            raise ValueError(f"d must be >= M={self.M} for orthonormal embeddings, got {self.d}")
+        _validate.real("init_std", self.init_std, 0.0, 10.0)
+        self.train_config()
+        self.tf_train_config()
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, eval_points=self.eval_points)
+
+    def tf_train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.tf_steps, lr=self.tf_lr, eval_points=self.eval_points)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class Result:
+    """``history`` (reparameterised model) and ``tf_history`` (transformer) hold, ``[E, S]``:
+    ``forward_p`` (mean p(B_i | A_i ->)), ``backward_p`` (trained backward sentences),
+    ``heldout_p`` and ``heldout_p_max`` (p(A_i | B_i <-) over held-out pairs), ``Y_AB``
+    (mean Y[A_i, B_i]) and ``Y_BA_heldout`` (largest |Y[B_i, A_i]| over held-out pairs).
+    ``Y``, ``tf_Y``: final (effective) ``Y`` ``[S, M, M]``."""
+
+    config: Config
+    task: ReversalTask
+    history: History
+    tf_history: History
+    Y: np.ndarray
+    tf_Y: np.ndarray
+    tf_Z_change: np.ndarray
+
+    @property
+    def log_M(self) -> float:
+        return math.log(self.config.M)
+
+    def predicted(self, time: np.ndarray) -> dict[str, np.ndarray]:
+        """Gradient-flow prediction of ``Y[A_i, B_i]`` and ``p(B_i | A_i ->)`` at ``time``."""
+        return theory.forward_flow(time, self.config.M, self.config.n, self.task.n_train)
+
+    def blocks(self, Y: np.ndarray, seed_index: int = 0) -> dict[str, np.ndarray]:
+        """Effective-weight blocks of one seed: ``forward`` ``Y[A_i, B_j]`` and ``backward``
+        ``Y[B_i, A_j]`` ``[n, n]``; rows ``i < n_heldout`` are the held-out pairs."""
+        a, b = self.task.a[seed_index].numpy(), self.task.b[seed_index].numpy()
+        Ys = Y[seed_index]
+        return {"forward": Ys[np.ix_(a, b)], "backward": Ys[np.ix_(b, a)]}
+
+
+def _evals(model, task: ReversalTask, Y_of):
+    n, k = task.a.shape[1], task.n_heldout
+    s = torch.arange(task.n_seeds)[:, None]
+
+    def p_of(ctx, query, target):
+        return torch.exp(-nll(model(ctx, query), target))
+
+    def train_p():
+        return p_of(task.train_ctx, task.train_query, task.train_target)
+
+    return {
+        "forward_p": lambda: train_p()[:, :n].mean(dim=1),
+        "backward_p": lambda: train_p()[:, n:].mean(dim=1),
+        "heldout_p": lambda: p_of(task.heldout_ctx, task.heldout_query, task.heldout_target).mean(1),
+        "heldout_p_max": lambda: p_of(task.heldout_ctx, task.heldout_query,
+                                      task.heldout_target).amax(1),
+        "Y_AB": lambda: Y_of()[s, task.a, task.b].mean(dim=1),
+        "Y_BA_heldout": lambda: Y_of()[s, task.b[:, :k], task.a[:, :k]].abs().amax(dim=1),
+    }
+
+
+def run(config: Config) -> Result:
+    """Train both models on the reversal task, ``config.n_seeds`` seeds at once."""
+    task = reversal_task(config.M, config.n, config.n_heldout, config.seeds)
+    S = task.n_seeds
+
+    def loss_of(model):
+        return lambda idx: nll(model(task.train_ctx, task.train_query), task.train_target).mean(dim=1)
+
+    reparam = Reparam(S, config.M)
+    history = train(reparam, loss_of(reparam), config.train_config(),
+                    evals=_evals(reparam, task, lambda: reparam.Y), n_seeds=S)
+    tf = OneLayer(S, config.M, config.d, config.embedding, config.init_std, seed=config.seed)
+    Z0 = tf.effective_Z().detach().clone()
+    tf_history = train(tf, loss_of(tf), config.tf_train_config(),
+                       evals=_evals(tf, task, tf.effective_Y), n_seeds=S)
+    with torch.no_grad():
+        Z_change = (tf.effective_Z() - Z0).abs().amax(dim=(1, 2))
+        return Result(config=config, task=task, history=history, tf_history=tf_history,
+                      Y=reparam.Y.detach().numpy().copy(), tf_Y=tf.effective_Y().numpy(),
+                      tf_Z_change=Z_change.numpy())
