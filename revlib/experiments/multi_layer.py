@@ -1,0 +1,288 @@
+"""Chapter "Multi-layer transformers": the reversal curse in a small causal transformer.
+
+Zhu et al. (2024, Section 5) train GPT-2 from scratch on the sentences of
+:mod:`revlib.data.sequences` with AdamW (lr 0.01, batch 64, the code's effective weight decay
+0.01) and the loss on the answer only. :func:`run` does the same for ``n_seeds`` seeds at once
+with :class:`revlib.models.transformer.Transformer` (no dropout; GPT-2 has 0.1).
+
+``python -m revlib.experiments.multi_layer --sweep data/multi_layer_sweep.json`` runs every
+entry of :data:`VARIANTS` and writes the final numbers with config, seeds, git hash and run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from revlib import _validate, repro
+from revlib.data import sequences
+from revlib.models.transformer import POSITIONS, Transformer, TransformerConfig, answer_loss
+from revlib.train import History, TrainConfig, train
+
+TASKS = ("reversal", "in_context")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Data: ``vocab`` entity ids (model vocabulary ``vocab + 2``, ``+ 3`` in context),
+    ``word_size`` tokens per entity, ``split_ratio`` of pairs in both directions; in context,
+    ``n_x`` A's times ``n_y`` B's with ``n_y_train`` B's per A in training. Model: ``n_layer``,
+    ``n_head``, ``d_model``, ``positional``. Optimiser: AdamW, ``lr``, ``batch_size``,
+    ``weight_decay`` for ``steps`` steps; ``eval_points`` evaluations.
+    """
+
+    task: str = "reversal"
+    vocab: int = 200
+    word_size: int = 1
+    split_ratio: float = 0.7
+    n_x: int = 50
+    n_y: int = 10
+    n_y_train: int = 7
+    n_layer: int = 2
+    n_head: int = 4
+    d_model: int = 64
+    positional: str = "absolute"
+    tied: bool = True
+    seed: int = 0
+    n_seeds: int = 4
+    steps: int = 300
+    lr: float = 0.01
+    batch_size: int = 64
+    weight_decay: float = 0.01
+    eval_points: int = 31
+
+    def __post_init__(self):
+        _validate.choice("task", self.task, TASKS)
+        _validate.integer("vocab", self.vocab, 8, 100_000)
+        _validate.integer("word_size", self.word_size, 1, 4)
+        _validate.real("split_ratio", self.split_ratio, 0.0, 1.0, hi_open=True)
+        if self.task == "in_context":  # the in-context sizes matter only for that task
+            _validate.integer("n_x", self.n_x, 1, self.vocab - 1)
+            _validate.integer("n_y", self.n_y, 2, self.vocab - self.n_x)
+            _validate.integer("n_y_train", self.n_y_train, 1, self.n_y - 1)
+        _validate.choice("positional", self.positional, POSITIONS)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 256)
+        self.model_config()  # validates n_layer, n_head, d_model (and rotary head width)
+        self.train_config()  # validates steps, lr, batch_size, weight_decay, eval_points
+        if self.batch_size > self.n_train:
+            raise ValueError(f"batch_size must be <= the {self.n_train} training sentences, "
+                             f"got {self.batch_size}")
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+    @property
+    def seq_len(self) -> int:
+        return 7 if self.task == "in_context" else 2 * self.word_size + 1
+
+    @property
+    def model_vocab(self) -> int:
+        return self.vocab + (3 if self.task == "in_context" else 2)
+
+    @property
+    def n_train(self) -> int:
+        if self.task == "in_context":
+            return self.n_x * self.n_y_train
+        P = sequences.n_pairs(self.vocab, self.word_size)
+        n_both = int(round(self.split_ratio * P))
+        return 2 * n_both + (P - n_both)
+
+    def model_config(self) -> TransformerConfig:
+        return TransformerConfig(vocab_size=self.model_vocab, block_size=self.seq_len,
+                                 n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model,
+                                 positional=self.positional, tied=self.tied)
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
+                           batch_size=self.batch_size, weight_decay=self.weight_decay,
+                           eval_points=self.eval_points)
+
+
+@dataclass
+class Result:
+    """``history``: ``train_nll`` and ``val_nll`` ``[E, S]`` (mean NLL per answer token).
+
+    ``heatmaps[readout][panel]``: ``[S, n, n]`` logits of answer ``j``'s first token after the
+    input of sentence ``i`` (reversal only). ``readout`` is ``"relation"`` (input ``x_i ->``, the
+    position the loss trains) or ``"entity"`` (input ``x_i`` alone, as the paper's
+    ``train_reverse_logits.py`` reads them). Panels: ``train_forward`` and ``train_backward``
+    (pairs trained both ways), ``val_seen`` (the trained direction of the other pairs) and
+    ``val_unseen`` (their held-out direction). ``embedding_cos``: ``[S, K, K]`` cosine
+    similarity of the learned embeddings of the ``K`` entity tokens the data uses, A's then B's.
+    """
+
+    config: Config
+    history: History
+    n_params: int
+    heatmaps: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    embedding_cos: np.ndarray | None = None
+
+    @property
+    def log_vocab(self) -> float:
+        return math.log(self.config.model_vocab)
+
+    @property
+    def epochs(self) -> np.ndarray:
+        """Training sentences seen divided by the training-set size, at each evaluation."""
+        return self.history.steps * self.config.batch_size / self.config.n_train
+
+    @property
+    def train_nll(self) -> np.ndarray:
+        return self.history["train_nll"]
+
+    @property
+    def val_nll(self) -> np.ndarray:
+        return self.history["val_nll"]
+
+
+def run(config: Config) -> Result:
+    """Train ``config.n_seeds`` transformers at once and evaluate them."""
+    S = config.n_seeds
+    if config.task == "reversal":
+        data = sequences.reversal_sequences(config.vocab, config.word_size, config.seeds,
+                                            config.split_ratio)
+    else:
+        data = sequences.in_context_sequences(config.vocab, config.n_x, config.n_y,
+                                              config.n_y_train, config.seeds)
+    model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
+    T = data.seq_len
+
+    def nll(tokens: torch.Tensor) -> torch.Tensor:
+        logits = model(tokens[:, :, :-1])
+        return answer_loss(logits, tokens[:, :, 1:], data.answer_mask(tokens.shape[1]))
+
+    def loss(idx):
+        return nll(data.train.gather(1, idx[..., None].expand(-1, -1, T)))
+
+    history = train(model, loss, config.train_config(),
+                    evals={"train_nll": lambda: nll(data.train), "val_nll": lambda: nll(data.val)},
+                    n_train=data.n_train, n_seeds=S,
+                    batch_seeds=[s + 15_485_863 for s in config.seeds])
+    result = Result(config=config, history=history, n_params=model.n_params())
+    if config.task == "reversal":
+        with torch.no_grad():
+            result.heatmaps = _heatmaps(model, data)
+            ids = torch.cat([data.a.flatten(1), data.b.flatten(1)], dim=1)  # [S, K] (may repeat)
+            result.embedding_cos = _cosine(model.wte.detach()[torch.arange(S)[:, None], ids]).numpy()
+    return result
+
+
+def _heatmaps(model: Transformer, data: sequences.ReversalSequences) -> dict:
+    w, S = data.word_size, data.n_seeds
+    one = ~data.both
+    panels = {}
+    for name, src, dst, rel, rows in [
+        ("train_forward", data.a, data.b, sequences.FORWARD, data.both),
+        ("train_backward", data.b, data.a, sequences.BACKWARD, data.both),
+        ("val_seen", None, None, None, one & True),
+        ("val_unseen", None, None, None, one & True),
+    ]:
+        if src is None:  # per pair, the direction that was (seen) or was not (unseen) trained
+            fwd = ~data.heldout_forward if name == "val_seen" else data.heldout_forward
+            src = torch.where(fwd[..., None], data.a, data.b)
+            dst = torch.where(fwd[..., None], data.b, data.a)
+            rel = torch.where(fwd, sequences.FORWARD, sequences.BACKWARD)
+        else:
+            rel = torch.full(data.both.shape, rel)
+        n = int(rows[0].sum())  # the same count for every seed
+        pick = lambda t: t[rows].view(S, n, *t.shape[2:])  # noqa: E731
+        x, y, r = pick(src), pick(dst), pick(rel)
+        panels[name] = (x, y[..., 0], r)
+    out = {"relation": {}, "entity": {}}
+    for name, (x, y0, r) in panels.items():
+        with_rel = torch.cat([x, r[..., None]], dim=-1)
+        for readout, prefix in (("relation", with_rel), ("entity", x)):
+            logits = model(prefix)[:, :, -1]  # [S, n, V] after the last prefix token
+            out[readout][name] = logits.gather(2, y0[:, None, :].expand(-1, y0.shape[1], -1)).numpy()
+    return out
+
+
+def _cosine(vectors: torch.Tensor) -> torch.Tensor:
+    """``[..., K, d] -> [..., K, K]`` cosine similarities."""
+    unit = vectors / vectors.norm(dim=-1, keepdim=True)
+    return unit @ unit.transpose(-1, -2)
+
+
+def off_diagonal_abs(cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and max of ``|cos|`` off the diagonal of ``cos [S, K, K]`` -> two ``[S]`` arrays."""
+    K = cos.shape[-1]
+    off = np.abs(cos[:, ~np.eye(K, dtype=bool)])
+    return off.mean(axis=1), off.max(axis=1)
+
+
+def gaussian_cosine(n_seeds: int, k: int, d: int, seed: int) -> np.ndarray:
+    """Cosines ``[S, k, k]`` of ``k`` i.i.d. Gaussian vectors in ``R^d`` (the random baseline)."""
+    return np.stack([_cosine(torch.randn(k, d, generator=repro.generator(seed + 7_777 + s))).numpy()
+                     for s in range(n_seeds)])
+
+
+def diagonal_stats(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For logits ``[S, n, n]``: (diagonal minus mean off-diagonal logit, fraction of rows whose
+    largest entry is on the diagonal), each ``[S]``."""
+    n = logits.shape[-1]
+    eye = np.eye(n, dtype=bool)
+    diag = logits[:, eye].mean(axis=1)
+    off = logits[:, ~eye].mean(axis=1)
+    hit = (logits.argmax(axis=2) == np.arange(n)).mean(axis=1)
+    return diag - off, hit
+
+
+# The chapter's variants: name -> changes to the main configuration.
+VARIANTS: dict[str, dict] = {
+    "main (2 layers, d = 64)": {},
+    "1 layer": {"n_layer": 1},
+    "small width (d = 20, 4 heads of 5)": {"d_model": 20},
+    "4 layers": {"n_layer": 4},
+    "two-token entities": {"word_size": 2},
+    "positions: none": {"positional": "none"},
+    "positions: rotary": {"positional": "rotary"},
+}
+
+
+def _git_hash() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def sweep(base: Config, variants: dict[str, dict] = VARIANTS) -> list[dict]:
+    """Run every variant; one record per variant with its config, per-seed numbers and time."""
+    records = []
+    for name, change in variants.items():
+        cfg = replace(base, **change)
+        t0 = time.process_time()
+        res = run(cfg)
+        records.append({"variant": name, "config": asdict(cfg), "seeds": cfg.seeds,
+                        "epochs": res.epochs.tolist(), "log_vocab": res.log_vocab,
+                        "train_nll": res.train_nll.T.tolist(), "val_nll": res.val_nll.T.tolist(),
+                        "n_params": res.n_params, "cpu_seconds": round(time.process_time() - t0, 1)})
+    return records
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", required=True, help="output JSON file")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-seeds", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=300)
+    args = parser.parse_args(argv)
+    repro.setup(args.seed)
+    base = Config(seed=args.seed, n_seeds=args.n_seeds, steps=args.steps)
+    out = {"code_version": _git_hash(), "torch": torch.__version__, "runs": sweep(base)}
+    Path(args.sweep).write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
