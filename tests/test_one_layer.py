@@ -101,3 +101,18 @@ def test_flow_matches_small_step_gd_and_heldout_row_stays_zero():
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         one_layer.Config(**kwargs)
+
+
+def test_typed_task_and_t3_run_keep_heldout_weights_at_zero():
+    from revlib.data.onelayer import A_TYPE, B_TYPE, typed_reversal_task
+
+    task = typed_reversal_task(M=30, n=6, n_heldout=2, seeds=[3, 4])
+    assert task.train_ctx.shape == (2, 10, 2) and task.heldout_ctx.shape == (2, 2, 2)
+    assert torch.all(task.train_ctx[:, :6, 1] == A_TYPE) and torch.all(task.train_ctx[:, 6:, 1] == B_TYPE)
+    for s in range(2):  # held-out unique B tokens never occur in a training context
+        assert not set(task.b[s, :2].tolist()) & set(task.train_ctx[s].flatten().tolist())
+    res = one_layer.run_typed(one_layer.Config(M=30, n=6, n_heldout=2, n_seeds=2, steps=60,
+                                               eval_points=5, tf_steps=1))
+    h = res.history
+    assert h["Y_BA_heldout"].max() == 0.0 and h["Z_BA_heldout"].max() == 0.0
+    assert np.all(h["attention_unique"][-1] > 0.6)  # the attention moved off 1/2

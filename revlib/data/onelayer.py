@@ -46,10 +46,10 @@ class ReversalTask:
         return self.train_target.shape[1]
 
 
-def entities(M: int, count: int, seed: int) -> torch.Tensor:
-    """``count`` distinct entity ids from ``2 .. M-1``, a random draw that depends only on ``seed``."""
-    _validate.integer("count", count, 1, M - 2)
-    return 2 + torch.randperm(M - 2, generator=repro.generator(seed + 1_000_003))[:count]
+def entities(M: int, count: int, seed: int, first: int = 2) -> torch.Tensor:
+    """``count`` distinct entity ids from ``first .. M-1``, a random draw that depends only on ``seed``."""
+    _validate.integer("count", count, 1, M - first)
+    return first + torch.randperm(M - first, generator=repro.generator(seed + 1_000_003))[:count]
 
 
 def reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalTask:
@@ -70,4 +70,34 @@ def reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalT
         train_query=torch.cat([fwd, bwd], dim=1),
         train_target=torch.cat([b, a[:, k:]], dim=1),
         heldout_ctx=b[:, :k, None], heldout_query=torch.full((S, k), BACKWARD),
+        heldout_target=a[:, :k])
+
+
+A_TYPE, B_TYPE = 2, 3
+
+
+def typed_reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalTask:
+    """The same facts with two-token entities "A_i a" and "B_i b", where ``a`` (token 2) and
+    ``b`` (token 3) are type tokens shared by all A- and all B-entities; unique tokens come
+    from ``4 .. M-1``. Sentences "A_i a -> B_i" and "B_i b <- A_i": two context tokens and the
+    relation token as query (``T = 3``), the answer's unique token as target. ``a``, ``b`` of
+    the result hold the unique tokens; ``*_ctx`` is ``[S, N, 2]``."""
+    _validate.integer("M", M, 6, 100_000)
+    _validate.integer("n", n, 1, (M - 4) // 2)
+    _validate.integer("n_heldout", n_heldout, 0, n)
+    if not seeds:
+        raise ValueError("seeds must name at least one seed, got []")
+    ents = torch.stack([entities(M, 2 * n, s, first=4) for s in seeds])
+    a, b = ents[:, :n], ents[:, n:]
+    S, k = len(seeds), n_heldout
+
+    def typed(u, t):
+        return torch.stack([u, torch.full_like(u, t)], dim=-1)
+
+    return ReversalTask(
+        M=M, n_heldout=k, a=a, b=b,
+        train_ctx=torch.cat([typed(a, A_TYPE), typed(b[:, k:], B_TYPE)], dim=1),
+        train_query=torch.cat([torch.full((S, n), FORWARD), torch.full((S, n - k), BACKWARD)], dim=1),
+        train_target=torch.cat([b, a[:, k:]], dim=1),
+        heldout_ctx=typed(b[:, :k], B_TYPE), heldout_query=torch.full((S, k), BACKWARD),
         heldout_target=a[:, :k])

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from revlib import _validate
-from revlib.data.onelayer import ReversalTask, reversal_task
+from revlib.data.onelayer import ReversalTask, reversal_task, typed_reversal_task
 from revlib.models.reparam import EMBEDDINGS, OneLayer, Reparam, nll
 from revlib.theory import one_layer as theory
 from revlib.train import History, TrainConfig, train
@@ -136,3 +136,38 @@ def run(config: Config) -> Result:
         return Result(config=config, task=task, history=history, tf_history=tf_history,
                       Y=reparam.Y.detach().numpy().copy(), tf_Y=tf.effective_Y().numpy(),
                       tf_Z_change=Z_change.numpy())
+
+
+@dataclass
+class TypedResult:
+    """The ``T = 3`` run (two-token entities "A_i a", "B_i b"; reparameterised model only).
+    ``history`` holds, ``[E, S]``, the evals of :class:`Result` plus ``attention_unique``
+    (mean attention of the query on the unique entity token, training sentences),
+    ``Z_BA_heldout`` (largest ``|Z[<-, B_i]|`` over held-out pairs)."""
+
+    config: Config
+    task: ReversalTask
+    history: History
+
+
+def run_typed(config: Config) -> TypedResult:
+    """``T = 3``: the query attends over two context tokens, so ``Z`` moves. Log-spaced evals,
+    since the attention concentrates within the first few steps."""
+    task = typed_reversal_task(config.M, config.n, config.n_heldout, config.seeds)
+    S, k = task.n_seeds, task.n_heldout
+    model = Reparam(S, config.M)
+    s1, s2 = torch.arange(S)[:, None], torch.arange(S)[:, None, None]
+
+    def attention_unique():
+        scores = model.Z[s2, task.train_query[..., None], task.train_ctx]  # [S, N, 2]
+        return torch.softmax(scores, dim=-1)[..., 0].mean(dim=1)
+
+    evals = _evals(model, task, lambda: model.Y)
+    evals["attention_unique"] = attention_unique
+    evals["Z_BA_heldout"] = lambda: model.Z[s1, task.heldout_query, task.b[:, :k]].abs().amax(1)
+    cfg = TrainConfig(steps=config.steps, lr=config.lr, eval_points=config.eval_points,
+                      eval_spacing="log")
+    history = train(model, lambda idx: nll(model(task.train_ctx, task.train_query),
+                                           task.train_target).mean(dim=1),
+                    cfg, evals=evals, n_seeds=S)
+    return TypedResult(config=config, task=task, history=history)
