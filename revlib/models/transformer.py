@@ -43,6 +43,7 @@ class TransformerConfig:
     query_identity: bool = False
     init_std: float = 0.02
     embed_std: float | None = None  # default init_std; 1/sqrt(d) for "random frozen" models
+    head_std: float | None = None   # untied unembedding; default embed_std
 
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 2, 10**6)
@@ -68,6 +69,8 @@ class TransformerConfig:
         _validate.real("init_std", self.init_std, 0.0, 10.0, lo_open=True)
         if self.embed_std is not None:
             _validate.real("embed_std", self.embed_std, 0.0, 10.0, lo_open=True)
+        if self.head_std is not None:
+            _validate.real("head_std", self.head_std, 0.0, 10.0, lo_open=True)
 
     @property
     def ff_kinds(self) -> tuple[str, ...]:
@@ -211,7 +214,8 @@ class Transformer(nn.Module):
                      nn.Parameter(torch.empty(n_seeds, V, d), requires_grad=not cfg.freeze_unembedding))
         # Every weight of seed s is drawn from its own stream (seed s, parameter name), so a
         # seed's model does not depend on how many seeds share the batch.
-        stds = {"wte": emb_std, "wpe": emb_std, "head": emb_std}
+        stds = {"wte": emb_std, "wpe": emb_std,
+                "head": cfg.head_std if cfg.head_std is not None else emb_std}
         stds.update({f"{name}.weight": m.std for name, m in self.named_modules()
                      if isinstance(m, SeedLinear)})
         with torch.no_grad():

@@ -1,0 +1,150 @@
+"""Noisy in-context recall (Chen, Bruna & Bietti 2025; built on Bietti et al. 2023).
+
+Background text is a first-order Markov chain over ``V = 65`` symbols whose "character
+statistics" the project generates itself (no corpus is downloaded): a Zipf-like unigram
+``pi`` and bigram rows ``cond[i] ~ Dirichlet(concentration * pi)``, drawn once from a fixed
+stream, so every chapter and machine sees the same chain. Symbol ``q`` (the most frequent,
+like the space character of tiny-Shakespeare in the original code) is the trigger. Each
+sequence draws its own answer ``ybar ~ Unif([V])``; after *every* occurrence of ``q`` the next
+token is the fixed noise token ``tau`` with probability ``alpha`` (an independent coin per
+occurrence) and ``ybar`` otherwise. ``tau`` is an ordinary, rare symbol of the vocabulary, as
+``'!'`` is in the original code.
+
+The training loss of the paper's script sits only at trigger positions from the second
+occurrence on (``mask``): there the Bayes-optimal prediction is ``p(tau) = alpha``,
+``p(ybar) = 1 - alpha``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from revlib import _validate, repro
+
+VOCAB_SIZE = 65
+TRIGGER = 0          # q: the most frequent symbol
+NOISE_TOKEN = 63     # tau: a rare symbol (unigram frequency about 0.004)
+_STATS_SEED = 20_250_227  # the chain is part of the task, not of an experiment's seed
+
+
+@dataclass(frozen=True)
+class NoisyRecall:
+    """A batch of sequences for seeds ``S``; ``N`` sequences of length ``T`` per seed.
+
+    ``x`` ``[S, N, T]`` inputs, ``y`` ``[S, N, T]`` next tokens (``y[..., t] = x[..., t+1]``).
+    ``ybar`` ``[S, N]`` the sequence's answer. ``occurrence`` ``[S, N, T]``: at an input
+    trigger, its occurrence index 1, 2, ...; 0 elsewhere. ``noise`` ``[S, N, T]``: the label is
+    ``tau`` because the noise coin said so. ``after_trigger`` ``[S, N, T]``: the input at this
+    position followed a trigger (it is ``tau`` or ``ybar``).
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    ybar: torch.Tensor
+    occurrence: torch.Tensor
+    noise: torch.Tensor
+    after_trigger: torch.Tensor
+    alpha: float
+
+    @property
+    def mask(self) -> torch.Tensor:
+        """Loss positions ``[S, N, T]``: trigger inputs from the 2nd occurrence on."""
+        return self.occurrence >= 2
+
+    @property
+    def n_seeds(self) -> int:
+        return self.x.shape[0]
+
+    def select(self, idx: torch.Tensor) -> "NoisyRecall":
+        """Per-seed subset of sequences; ``idx`` ``[S, B]``."""
+        def take(t):
+            index = idx.view(*idx.shape, *([1] * (t.dim() - 2))).expand(*idx.shape, *t.shape[2:])
+            return t.gather(1, index)
+        return NoisyRecall(take(self.x), take(self.y), take(self.ybar), take(self.occurrence),
+                           take(self.noise), take(self.after_trigger), self.alpha)
+
+
+@lru_cache(maxsize=4)
+def character_statistics(concentration: float = 8.0) -> tuple[np.ndarray, np.ndarray]:
+    """The generated chain: unigram ``pi`` ``[V]`` and bigram conditionals ``cond`` ``[V, V]``.
+
+    ``pi_i`` is proportional to ``(i + 2) ** -1.1`` (so ``pi_q`` is close to the 0.15 of the
+    space character in tiny-Shakespeare); each row of ``cond`` is Dirichlet around ``pi``, with
+    ``concentration`` setting how peaked bigrams are (small: nearly deterministic).
+    """
+    _validate.real("concentration", concentration, 0.0, 1e6, lo_open=True)
+    rank = np.arange(VOCAB_SIZE)
+    pi = (rank + 2.0) ** -1.1
+    pi /= pi.sum()
+    rng = np.random.default_rng(_STATS_SEED)
+    cond = rng.dirichlet(concentration * VOCAB_SIZE * pi, size=VOCAB_SIZE)
+    cond = np.maximum(cond, 1e-12)
+    cond /= cond.sum(axis=1, keepdims=True)
+    return pi, cond
+
+
+def bigram_entropy() -> float:
+    """Entropy (nats) of the background next token, averaged over the chain's unigram."""
+    pi, cond = character_statistics()
+    return float(-(pi[:, None] * cond * np.log(cond)).sum())
+
+
+def sample(seeds: list[int], n: int, seq_len: int, alpha: float, stream: int = 0) -> NoisyRecall:
+    """``n`` sequences of length ``seq_len`` per seed; seed ``s``'s data depends only on
+    ``(s, stream)`` (use different ``stream`` values for training and test sets)."""
+    _validate.integer("n", n, 1, 10**7)
+    _validate.integer("seq_len", seq_len, 2, 10**5)
+    _validate.real("alpha", alpha, 0.0, 1.0)
+    _validate.integer("stream", stream, 0, 10**6)
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    pi, cond = character_statistics()
+    cdf_pi = _stack(np.cumsum(pi))
+    cdf = _stack(np.cumsum(cond, axis=1))
+    parts = [_sample_one(repro.generator(s * 1_000_003 + stream * 7_919 + 17), n, seq_len,
+                         alpha, cdf_pi, cdf) for s in seeds]
+    fields = [torch.stack([p[i] for p in parts]) for i in range(6)]
+    return NoisyRecall(*fields, alpha=float(alpha))
+
+
+def _inverse_cdf(stacked: torch.Tensor, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Categorical draws from row ``rows`` ``[n]`` of a CDF table at uniforms ``u`` ``[n]``.
+
+    ``stacked`` is the table flattened with row ``i`` shifted by ``i`` (see :func:`_stack`),
+    so one ``searchsorted`` of ``rows + u`` serves every row without gathering ``[n, V]``.
+    """
+    V = VOCAB_SIZE
+    pos = torch.searchsorted(stacked, (rows.double() + u.double()).contiguous(), right=True)
+    return (pos - rows * V).clamp(0, V - 1)
+
+
+def _stack(cdf: np.ndarray) -> torch.Tensor:
+    cdf = np.atleast_2d(cdf).astype(np.float64)
+    cdf[:, -1] = 1.0
+    return torch.from_numpy((cdf + np.arange(cdf.shape[0])[:, None]).ravel())
+
+
+def _sample_one(gen, n, seq_len, alpha, cdf_pi, cdf):
+    tokens = torch.empty(n, seq_len + 1, dtype=torch.long)
+    noise = torch.zeros(n, seq_len + 1, dtype=torch.bool)
+    ybar = torch.randint(0, VOCAB_SIZE, (n,), generator=gen)
+    zeros = torch.zeros(n, dtype=torch.long)
+    tokens[:, 0] = _inverse_cdf(cdf_pi, zeros, torch.rand(n, generator=gen))
+    # one loop over positions, vectorised over sequences
+    for t in range(1, seq_len + 1):
+        last = tokens[:, t - 1]
+        background = _inverse_cdf(cdf, last, torch.rand(n, generator=gen))
+        coin = torch.rand(n, generator=gen) < alpha
+        is_q = last == TRIGGER
+        tokens[:, t] = torch.where(is_q, torch.where(coin, NOISE_TOKEN, ybar), background)
+        noise[:, t] = is_q & coin
+    x, y = tokens[:, :-1], tokens[:, 1:]
+    is_q = x == TRIGGER
+    occurrence = torch.cumsum(is_q.long(), dim=1) * is_q
+    after = torch.zeros_like(is_q)
+    after[:, 1:] = is_q[:, :-1]
+    return x, y, ybar, occurrence, noise[:, 1:], after

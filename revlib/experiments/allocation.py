@@ -1,0 +1,153 @@
+"""Chapter "Parameter allocation": at a fixed parameter budget, trade feed-forward width
+against attention layers, with the loss on every token so that the bigrams count.
+
+Each allocation is ``(n_layer, ff_mult)``: ``n_layer`` attention layers (``4 d^2`` weights
+each: query, key, value, output) and, when ``ff_mult > 0``, an MLP of width ``ff_mult * d``
+in every layer (``2 ff_mult d^2`` weights). The default allocations all hold exactly
+``24 d^2`` weights, from 16 d^2 of MLP and 8 d^2 of attention to attention only.
+Embeddings and unembedding are frozen random matrices, as in the toy model, so that they do
+not enter the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from revlib import _validate
+from revlib.data import noisy_recall as nr
+from revlib.models.transformer import Transformer, TransformerConfig
+from revlib.train import History, TrainConfig, train
+
+ALLOCATIONS = ((2, 4), (3, 2), (4, 1), (6, 0))
+
+
+@dataclass(frozen=True)
+class Config:
+    """``allocations``: ``(n_layer, ff_mult)`` pairs (``ff_mult = 0``: no MLP). Adam on the
+    cross-entropy of every next token of fresh noisy sequences."""
+
+    allocations: tuple[tuple[int, int], ...] = ALLOCATIONS
+    d: int = 64
+    seq_len: int = 64
+    alpha: float = 0.5
+    seed: int = 0
+    n_seeds: int = 1
+    steps: int = 600
+    batch_size: int = 32
+    lr: float = 3e-3
+    n_test: int = 128
+    eval_points: int = 7
+
+    def __post_init__(self):
+        if not self.allocations:
+            raise ValueError("allocations must name at least one (n_layer, ff_mult) pair")
+        for i, (layers, mult) in enumerate(self.allocations):
+            _validate.integer(f"allocations[{i}].n_layer", layers, 1, 24)
+            _validate.integer(f"allocations[{i}].ff_mult", mult, 0, 64)
+        _validate.integer("d", self.d, 4, 4096)
+        _validate.integer("seq_len", self.seq_len, 8, 4096)
+        _validate.real("alpha", self.alpha, 0.0, 1.0, hi_open=True)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.integer("n_test", self.n_test, 8, 100_000)
+        self.train_config()
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adam",
+                           batch_size=self.batch_size, eval_points=self.eval_points)
+
+    def model_config(self, n_layer: int, ff_mult: int) -> TransformerConfig:
+        std = 1.0 / math.sqrt(3 * self.d)
+        return TransformerConfig(
+            vocab_size=nr.VOCAB_SIZE, block_size=self.seq_len, n_layer=n_layer, n_head=1,
+            d_model=self.d, ff="mlp" if ff_mult else "none", ff_mult=max(ff_mult, 1),
+            positional="absolute", layernorm=True, tied=False, freeze_embeddings=True,
+            freeze_unembedding=True, init_std=std, embed_std=1.0, head_std=std)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class Result:
+    """Per allocation ``[A]``: ``n_params`` trainable weights, ``mlp_params``; histories with
+    ``bigram_excess`` and ``recall_excess`` ``[E, S]``: test loss minus the Bayes loss on
+    background positions (the chain's bigram) and on trigger positions from the 2nd
+    occurrence on (in-context recall, Bayes loss the entropy of ``(alpha, 1 - alpha)``)."""
+
+    config: Config
+    n_params: np.ndarray
+    mlp_params: np.ndarray
+    histories: list[History]
+
+    def final(self, name: str) -> np.ndarray:
+        """``[A, S]`` final values."""
+        return np.stack([h.final(name) for h in self.histories])
+
+
+def bayes_losses(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per position ``[S, N, T]``: the Bayes cross-entropy, and masks of background positions
+    (input not a trigger) and of recall positions (``data.mask``)."""
+    _, cond = nr.character_statistics()
+    logc = torch.from_numpy(np.log(cond))
+    bayes = -logc[data.x, data.y]
+    a = data.alpha
+    V = nr.VOCAB_SIZE
+    # at a recall position the label is tau w.p. alpha + (1-alpha)[ybar = tau], else ybar
+    p_tau = torch.where(data.ybar == nr.NOISE_TOKEN, 1.0, a + 0.0)[:, :, None].expand_as(bayes)
+    p_lab = torch.where(data.y == nr.NOISE_TOKEN, p_tau, 1 - p_tau).double()
+    recall = data.mask
+    bayes = torch.where(recall, -torch.log(p_lab.clamp_min(1e-12)), bayes)
+    background = data.x != nr.TRIGGER
+    assert V == cond.shape[0]
+    return bayes, background, recall
+
+
+def run(config: Config) -> Result:
+    """Train each allocation (seeds batched) and evaluate its excess losses."""
+    S, B = config.n_seeds, config.batch_size
+    pool = nr.sample(config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0)
+    test = nr.sample(config.seeds, config.n_test, config.seq_len, config.alpha, stream=3)
+    bayes, background, recall = bayes_losses(test)
+    histories, n_params, mlp_params = [], [], []
+    for k, (layers, mult) in enumerate(config.allocations):
+        model = Transformer(config.model_config(layers, mult), n_seeds=S, seed=config.seed + 101 * k)
+        n_params.append(model.n_params())
+        mlp_params.append(sum(p[0].numel() for n, p in model.named_parameters()
+                              if ".ff." in n and p.requires_grad))
+
+        def loss(idx, model=model):
+            batch = pool.select(idx)
+            logits = model(batch.x)
+            return F.cross_entropy(logits.flatten(0, 2), batch.y.flatten(),
+                                   reduction="none").view(batch.y.shape).mean(dim=(1, 2))
+
+        cache: dict[str, torch.Tensor] = {}
+
+        def evaluate(name, model=model, cache=cache):
+            if name == "bigram_excess":
+                nll = F.cross_entropy(model(test.x).flatten(0, 2).double(), test.y.flatten(),
+                                      reduction="none").view(test.y.shape)
+                excess = nll - bayes
+                cache["bigram_excess"] = _mean(excess, background)
+                cache["recall_excess"] = _mean(excess, recall)
+            return cache[name]
+
+        histories.append(train(model, loss, config.train_config(),
+                               evals={n: (lambda n=n: evaluate(n))
+                                      for n in ("bigram_excess", "recall_excess")},
+                               n_train=pool.x.shape[1], n_seeds=S,
+                               batch_seeds=[s + 104_729 for s in config.seeds]))
+    return Result(config=config, n_params=np.array(n_params), mlp_params=np.array(mlp_params),
+                  histories=histories)
+
+
+def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.to(values.dtype)
+    return (values * m).sum(dim=(1, 2)) / m.sum(dim=(1, 2)).clamp_min(1)

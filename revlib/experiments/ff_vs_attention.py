@@ -1,0 +1,193 @@
+"""Chapter "Training dynamics and truncation": the two-layer toy model of Chen, Bruna &
+Bietti (2025) on noisy in-context recall, with the feed-forward ablations and truncations.
+
+The model follows the original code (frozen N(0, 1) token and positional embeddings, a frozen
+untied unembedding, no LayerNorm, one head per layer with ``W_Q = I``, trainable ``W_K``,
+``W_V``, ``W_O`` and feed-forward layers) at a CPU scale (``d = 64``, ``T = 64``, batch 32).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from revlib import _validate, probes
+from revlib.data import noisy_recall as nr
+from revlib.models.transformer import Internals, Transformer, TransformerConfig, answer_loss
+from revlib.train import History, TrainConfig, train
+
+METRICS = ("p_tau", "p_ybar", "acc", "p_tau_noff2", "p_ybar_noff2", "acc_noff2",
+           "att_ybar", "att_tau", "ff2_margin", "train_p_tau")
+
+
+@dataclass(frozen=True)
+class Config:
+    """``d`` width, ``seq_len`` T, ``alpha`` noise probability, ``ff`` the feed-forward kind
+    of layers 1 and 2 (``"mlp"``, ``"linear"``, ``"none"``), ``ff_mult`` MLP width factor.
+    SGD with momentum as in the original script; ``n_test`` clean test sequences.
+    ``rank_fractions``: fractions ``rho`` of FF2's rank kept in the final truncation sweep."""
+
+    d: int = 64
+    seq_len: int = 64
+    alpha: float = 0.5
+    ff: tuple[str, str] = ("mlp", "mlp")
+    ff_mult: int = 4
+    seed: int = 0
+    n_seeds: int = 2
+    steps: int = 1000
+    batch_size: int = 32
+    lr: float = 0.03
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    n_test: int = 128
+    eval_points: int = 11
+    rank_fractions: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+    def __post_init__(self):
+        _validate.integer("d", self.d, 4, 4096)
+        _validate.integer("seq_len", self.seq_len, 8, 4096)
+        _validate.real("alpha", self.alpha, 0.0, 1.0, hi_open=True)
+        if len(self.ff) != 2:
+            raise ValueError(f"ff must name the kind of both layers, got {self.ff!r}")
+        if self.ff[1] == "none":
+            raise ValueError("ff[1] (FF2) must be 'mlp' or 'linear': the chapter ablates it")
+        _validate.integer("ff_mult", self.ff_mult, 1, 64)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.integer("n_test", self.n_test, 8, 100_000)
+        for i, r in enumerate(self.rank_fractions):
+            _validate.real(f"rank_fractions[{i}]", r, 0.0, 1.0)
+        self.train_config()
+        self.model_config()
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="sgd",
+                           batch_size=self.batch_size, momentum=self.momentum,
+                           weight_decay=self.weight_decay, eval_points=self.eval_points)
+
+    def model_config(self) -> TransformerConfig:
+        # nn.Linear's default init has std 1/sqrt(3 d); the original code keeps it for every
+        # trainable matrix and for the frozen unembedding, and N(0, 1) embeddings.
+        std = 1.0 / math.sqrt(3 * self.d)
+        return TransformerConfig(
+            vocab_size=nr.VOCAB_SIZE, block_size=self.seq_len, n_layer=2, n_head=1,
+            d_model=self.d, ff=tuple(self.ff), ff_mult=self.ff_mult, positional="absolute",
+            layernorm=False, tied=False, freeze_embeddings=True, freeze_unembedding=True,
+            query_identity=True, init_std=std, embed_std=1.0, head_std=std)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class Result:
+    """``history[name]`` ``[E, S]`` for each name in :data:`METRICS`. ``ranks``: the ranks
+    kept in the final FF2 sweep; ``sweep[name]`` ``[R, S]`` for p_tau, p_ybar, acc."""
+
+    config: Config
+    history: History
+    model: Transformer
+    ranks: list[int]
+    sweep: dict[str, np.ndarray] = field(default_factory=dict)
+    n_params: int = 0
+
+    def final(self, name: str) -> np.ndarray:
+        return self.history.final(name)
+
+
+def ff2_weight(model: Transformer) -> torch.nn.Parameter:
+    """The FF2 matrix that the truncation acts on: ``W2`` (hidden -> d) of an MLP, or the
+    single matrix of a linear FF."""
+    ff = model.blocks[1].ff
+    return ff.fc2.weight if ff.kind == "mlp" else ff.fc.weight
+
+
+def recall_metrics(model: Transformer, data: nr.NoisyRecall, ff_off=frozenset()) -> dict:
+    """Mean p(tau), p(ybar) and argmax accuracy (= ybar) per seed ``[S]`` at the loss
+    positions of sequences whose answer is neither ``tau`` nor the trigger."""
+    probs = F.softmax(model(data.x, ff_off=ff_off).double(), dim=-1)
+    q = _query(data)
+    ybar = data.ybar[:, :, None].expand_as(data.x)
+    p_ybar = probs.gather(-1, ybar[..., None])[..., 0]
+    acc = (probs.argmax(-1) == ybar).double()
+    return {"p_tau": _mean(probs[..., nr.NOISE_TOKEN], q), "p_ybar": _mean(p_ybar, q),
+            "acc": _mean(acc, q)}
+
+
+def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
+    """Layer-2 attention mass from loss positions onto earlier positions that followed a
+    trigger and hold ``ybar`` (``att_ybar``) or ``tau`` (``att_tau``), per seed ``[S]``."""
+    internals = Internals()
+    model(data.x, internals)
+    att = internals.attention[1]
+    holds_ybar = data.after_trigger & (data.x == data.ybar[:, :, None])
+    holds_tau = data.after_trigger & (data.x == nr.NOISE_TOKEN)
+    q = _query(data)
+    return {"att_ybar": probes.attention_mass(att, q, holds_ybar),
+            "att_tau": probes.attention_mass(att, q, holds_tau)}
+
+
+def ff2_trigger_margin(model: Transformer) -> torch.Tensor:
+    """``tau`` logit minus the largest other logit of ``W_U FF2(w_E(q))`` per seed ``[S]``:
+    the trigger's raw embedding through FF2 alone (the original code's mlp2 margin)."""
+    e_q = model.wte[:, nr.TRIGGER][:, None, None, :]  # [S, 1, 1, d]
+    out = model.blocks[1].ff(e_q)[:, 0, 0]            # [S, d]
+    logits = torch.einsum("sd,svd->sv", out, model.head)
+    return probes.margin(logits, nr.NOISE_TOKEN)
+
+
+def run(config: Config) -> Result:
+    """Train ``n_seeds`` models at once on fresh noisy batches; evaluate on clean data."""
+    S, B = config.n_seeds, config.batch_size
+    pool = nr.sample(config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0)
+    clean = nr.sample(config.seeds, config.n_test, config.seq_len, 0.0, stream=1)
+    noisy = nr.sample(config.seeds, config.n_test, config.seq_len, config.alpha, stream=2)
+    model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
+
+    def loss(idx):
+        batch = pool.select(idx)
+        return answer_loss(model(batch.x), batch.y, batch.mask)
+
+    cache: dict[str, torch.Tensor] = {}
+
+    def evaluate(name):
+        if name == METRICS[0]:  # the first metric of an evaluation recomputes them all
+            cache.clear()
+            cache.update(recall_metrics(model, clean))
+            cache.update({f"{k}_noff2": v for k, v in
+                          recall_metrics(model, clean, ff_off={1}).items()})
+            cache.update(attention_split(model, noisy))
+            cache["ff2_margin"] = ff2_trigger_margin(model)
+            cache["train_p_tau"] = recall_metrics(model, noisy)["p_tau"]
+        return cache[name]
+
+    history = train(model, loss, config.train_config(),
+                    evals={name: (lambda n=name: evaluate(n)) for name in METRICS},
+                    n_train=pool.x.shape[1], n_seeds=S,
+                    batch_seeds=[s + 104_729 for s in config.seeds])
+    weight = ff2_weight(model)
+    ranks = sorted({probes.rank_of_fraction(weight, r) for r in config.rank_fractions})
+    sweep: dict[str, list] = {"p_tau": [], "p_ybar": [], "acc": []}
+    with torch.no_grad():
+        for r in ranks:
+            with probes.truncated(weight, r):
+                m = recall_metrics(model, clean)
+            for k in sweep:
+                sweep[k].append(m[k].numpy())
+    return Result(config=config, history=history, model=model, ranks=ranks,
+                  sweep={k: np.stack(v) for k, v in sweep.items()}, n_params=model.n_params())
+
+
+def _query(data: nr.NoisyRecall) -> torch.Tensor:
+    valid = (data.ybar != nr.NOISE_TOKEN) & (data.ybar != nr.TRIGGER)
+    return data.mask & valid[:, :, None]
+
+
+def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.to(values.dtype)
+    return (values * m).sum(dim=(1, 2)) / m.sum(dim=(1, 2)).clamp_min(1)

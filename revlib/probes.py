@@ -1,0 +1,63 @@
+"""Probes shared by the chapters: attention mass on chosen positions, feed-forward margins,
+and the one SVD truncation routine (LASER-style low-rank ablation) of the book.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from revlib import _validate
+
+
+def truncate(weight: torch.Tensor, rank: int) -> torch.Tensor:
+    """Best rank-``rank`` approximation of ``weight`` ``[..., m, n]`` (batched over leading
+    axes, e.g. the seed axis): keep the ``rank`` largest singular values. ``rank = 0`` gives
+    zeros (the layer is removed); ``rank >= min(m, n)`` returns the matrix unchanged."""
+    _validate.integer("rank", rank, 0, None)
+    full = min(weight.shape[-2:])
+    if rank >= full:
+        return weight.clone()
+    if rank == 0:
+        return torch.zeros_like(weight)
+    u, s, vh = torch.linalg.svd(weight.double(), full_matrices=False)
+    approx = (u[..., :rank] * s[..., None, :rank]) @ vh[..., :rank, :]
+    return approx.to(weight.dtype)
+
+
+def rank_of_fraction(weight: torch.Tensor, fraction: float) -> int:
+    """``floor(fraction * min(m, n))``: the rank LASER keeps for a fraction ``rho``."""
+    _validate.real("fraction", fraction, 0.0, 1.0)
+    return int(fraction * min(weight.shape[-2:]) + 1e-9)
+
+
+@contextlib.contextmanager
+def truncated(param: torch.nn.Parameter, rank: int):
+    """Temporarily replace ``param`` by :func:`truncate` ``(param, rank)``; restored on exit."""
+    saved = param.detach().clone()
+    with torch.no_grad():
+        param.copy_(truncate(saved, rank))
+    try:
+        yield param
+    finally:
+        with torch.no_grad():
+            param.copy_(saved)
+
+
+def attention_mass(att: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """Mean attention mass that query positions put on key positions, per seed.
+
+    ``att`` ``[S, B, H, T, T]`` (rows: queries), ``query`` ``[S, B, T]`` bool (which rows to
+    average), ``key`` ``[S, B, T]`` bool (which columns to sum) -> ``[S]`` (heads averaged).
+    """
+    mass = (att * key[:, :, None, None, :].to(att.dtype)).sum(-1).mean(2)  # [S, B, T]
+    q = query.to(att.dtype)
+    return (mass * q).sum(dim=(1, 2)) / q.sum(dim=(1, 2)).clamp_min(1)
+
+
+def margin(logits: torch.Tensor, target: int) -> torch.Tensor:
+    """Logit of ``target`` minus the largest other logit, ``[..., V] -> [...]``."""
+    others = logits.clone()
+    others[..., target] = float("-inf")
+    return logits[..., target] - others.max(dim=-1).values

@@ -1,0 +1,148 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from revlib import probes
+from revlib.data import noisy_recall as nr
+from revlib.experiments import ff_vs_attention as fa
+from revlib.theory import associations as theory
+
+
+def test_trigger_is_followed_by_tau_or_ybar_and_nothing_else():
+    data = nr.sample([3, 4], n=200, seq_len=40, alpha=0.3)
+    after = data.x == nr.TRIGGER
+    expected = torch.where(data.noise, nr.NOISE_TOKEN, data.ybar[:, :, None].expand_as(data.y))
+    assert torch.equal(data.y[after], expected[after])
+    assert not data.noise[~after].any()
+    # inputs are the labels shifted by one
+    assert torch.equal(data.x[..., 1:], data.y[..., :-1])
+    # occurrence counts the triggers seen so far, at trigger positions only
+    occ = torch.cumsum(after.long(), dim=2) * after
+    assert torch.equal(data.occurrence, occ)
+    assert torch.equal(data.after_trigger[..., 1:], after[..., :-1])
+
+
+def test_noise_rate_and_clean_test_data():
+    data = nr.sample([0], n=2000, seq_len=64, alpha=0.4)
+    rate = data.noise[data.x == nr.TRIGGER].double().mean().item()
+    assert abs(rate - 0.4) < 0.02
+    clean = nr.sample([0], n=200, seq_len=64, alpha=0.0)
+    assert not clean.noise.any()
+
+
+def test_background_follows_the_generated_bigrams():
+    pi, cond = nr.character_statistics()
+    np.testing.assert_allclose(cond.sum(1), 1.0)
+    assert pi.argmax() == nr.TRIGGER and pi[nr.NOISE_TOKEN] < 0.01
+    data = nr.sample([1], n=3000, seq_len=64, alpha=0.5)
+    x, y = data.x[0].flatten(), data.y[0].flatten()
+    sel = x == 5
+    freq = np.bincount(y[sel].numpy(), minlength=nr.VOCAB_SIZE) / sel.sum().item()
+    assert np.abs(freq - cond[5]).max() < 0.02
+
+
+def test_seed_data_is_independent_of_companions_and_streams_differ():
+    a = nr.sample([7], n=50, seq_len=32, alpha=0.5)
+    b = nr.sample([6, 7], n=50, seq_len=32, alpha=0.5)
+    assert torch.equal(a.x[0], b.x[1]) and torch.equal(a.ybar[0], b.ybar[1])
+    c = nr.sample([7], n=50, seq_len=32, alpha=0.5, stream=1)
+    assert not torch.equal(a.x, c.x)
+
+
+def test_select_takes_per_seed_rows():
+    data = nr.sample([0, 1], n=10, seq_len=16, alpha=0.5)
+    idx = torch.tensor([[3, 1], [0, 9]])
+    sub = data.select(idx)
+    assert torch.equal(sub.x[0, 0], data.x[0, 3]) and torch.equal(sub.x[1, 1], data.x[1, 9])
+    assert torch.equal(sub.ybar[1], data.ybar[1, [0, 9]])
+
+
+def test_init_gradients_match_autograd():
+    data = nr.sample([2], n=30, seq_len=48, alpha=0.5)
+    V = nr.VOCAB_SIZE
+    w_f = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
+    w_v = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
+    h = theory.context_histograms(data)[0]
+    logits = w_f[:, nr.TRIGGER] + h @ w_v.T                      # [N, T, V]
+    m = data.mask[0]
+    loss = F.cross_entropy(logits[m], data.y[0][m])
+    loss.backward()
+    g_f, g_v = theory.init_gradients(data)
+    torch.testing.assert_close(-w_f.grad[:, nr.TRIGGER], g_f[0])
+    torch.testing.assert_close(-w_v.grad, g_v[0])
+    # the copy signal identity: mean diagonal minus mean off-diagonal = (E h(y) - 1/V)/(V-1)
+    hy = h.gather(-1, data.y[0][..., None])[..., 0][m].mean().item()
+    assert theory.copy_signal(g_v)[0].item() == pytest.approx(
+        float(theory.attention_signal_exact(hy)), rel=1e-9)
+    # batch estimates from per-sequence sums agree with the direct computation
+    est = theory.batch_estimates(theory.sequence_statistics(data), batch=30)
+    assert est["ff_tau"][0, 0].item() == pytest.approx(g_f[0, nr.NOISE_TOKEN].item())
+    torch.testing.assert_close(est["diag"][0, 0], torch.diagonal(g_v[0]))
+
+
+def test_ff_signal_closed_form_by_hand():
+    tau, other = theory.ff_signal(0.5, V=65)
+    assert tau == pytest.approx(0.5 * 64 / 65) and other == pytest.approx(-0.5 / 65)
+    assert tau - other == pytest.approx(0.5)
+    assert theory.ff_noise(0.0, 100, V=4) == pytest.approx(np.sqrt(0.25 * 0.75 / 100))
+
+
+def test_truncate_keeps_the_top_singular_values():
+    g = torch.Generator().manual_seed(0)
+    u, _ = torch.linalg.qr(torch.randn(2, 6, 6, generator=g, dtype=torch.float64))
+    v, _ = torch.linalg.qr(torch.randn(2, 4, 4, generator=g, dtype=torch.float64))
+    s = torch.tensor([4.0, 3.0, 2.0, 1.0], dtype=torch.float64)
+    w = (u[..., :4] * s) @ v.transpose(-1, -2)
+    r2 = probes.truncate(w, 2)
+    torch.testing.assert_close(r2, (u[..., :2] * s[:2]) @ v[..., :, :2].transpose(-1, -2))
+    assert torch.equal(probes.truncate(w, 0), torch.zeros_like(w))
+    torch.testing.assert_close(probes.truncate(w, 9), w)
+    assert probes.rank_of_fraction(w, 0.5) == 2 and probes.rank_of_fraction(w, 0.1) == 0
+    with pytest.raises(ValueError, match="rank"):
+        probes.truncate(w, -1)
+    p = torch.nn.Parameter(w.clone())
+    with probes.truncated(p, 1):
+        assert torch.linalg.matrix_rank(p[0].detach()).item() == 1
+    torch.testing.assert_close(p.detach(), w)
+
+
+def test_attention_mass_and_margin_by_hand():
+    att = torch.zeros(1, 1, 1, 3, 3)
+    att[0, 0, 0] = torch.tensor([[1, 0, 0], [0.5, 0.5, 0], [0.2, 0.3, 0.5]])
+    query = torch.tensor([[[False, True, True]]])
+    key = torch.tensor([[[True, False, True]]])
+    assert probes.attention_mass(att, query, key).item() == pytest.approx((0.5 + 0.7) / 2)
+    logits = torch.tensor([[1.0, 3.0, 2.5]])
+    assert probes.margin(logits, 1).item() == pytest.approx(0.5)
+    assert probes.margin(logits, 0).item() == pytest.approx(-2.0)
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="alpha"):
+        fa.Config(alpha=1.0)
+    with pytest.raises(ValueError, match="ff"):
+        fa.Config(ff=("mlp", "none"))
+    with pytest.raises(ValueError, match="rank_fractions"):
+        fa.Config(rank_fractions=(0.0, 2.0))
+    with pytest.raises(ValueError, match="alpha"):
+        nr.sample([0], n=2, seq_len=8, alpha=-0.1)
+
+
+def test_allocation_budgets_are_equal_and_bayes_losses_by_hand():
+    from revlib.experiments import allocation as al
+    cfg = al.Config()
+    d = cfg.d
+    for layers, mult in cfg.allocations:
+        attention, mlp = layers * 4 * d * d, layers * 2 * mult * d * d
+        assert attention + mlp == 24 * d * d
+    with pytest.raises(ValueError, match="allocations"):
+        al.Config(allocations=((0, 4),))
+    data = nr.sample([0], n=50, seq_len=32, alpha=0.5)
+    bayes, background, recall = al.bayes_losses(data)
+    ok = recall & (data.ybar != nr.NOISE_TOKEN)[:, :, None]
+    torch.testing.assert_close(bayes[ok], torch.full_like(bayes[ok], np.log(2)))
+    _, cond = nr.character_statistics()
+    i = torch.nonzero(background[0])[0]
+    x, y = data.x[0][tuple(i)].item(), data.y[0][tuple(i)].item()
+    assert bayes[0][tuple(i)].item() == pytest.approx(-np.log(cond[x, y]))
