@@ -1,0 +1,231 @@
+"""Chapter "Gradient entanglement": check the one-step formula of :mod:`revlib.theory.entanglement`
+against real optimiser steps on the last MLP layer of a transformer, and measure how shared
+name tokens raise the overlap ``alpha^T beta`` of MLP activations between entities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from revlib import _validate
+from revlib.data.binding import binding_task
+from revlib.experiments import surface_names
+from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
+from revlib.theory import entanglement as theory
+
+CHECKS = ("sgd", "momentum", "adam_first", "adam_first_sgd_form", "adam_later", "sgd_all_layers")
+
+
+@dataclass(frozen=True)
+class Config:
+    """A fresh ``n_layer`` transformer (``d_model``, ``n_head``) on two one-token facts; ``eta``
+    the step size, ``mu`` the momentum, ``adam_steps`` Adam steps before the "later" check."""
+
+    d_model: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    eta: float = 1e-2
+    mu: float = 0.9
+    adam_steps: int = 20
+    seed: int = 0
+    n_seeds: int = 4
+
+    def __post_init__(self):
+        _validate.real("eta", self.eta, 0.0, 10.0, lo_open=True)
+        _validate.real("mu", self.mu, 0.0, 1.0, hi_open=True)
+        _validate.integer("adam_steps", self.adam_steps, 1, 10**5)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 256)
+        TransformerConfig(vocab_size=2, block_size=4, n_layer=self.n_layer, n_head=self.n_head,
+                          d_model=self.d_model)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class StepCheck:
+    """``rel_error[check]``: ``[S]`` relative error ``|measured - predicted| / |measured|`` of
+    ``(Delta a, Delta b)``. ``cross_to_self``: ``[S]`` the interference term's size relative to
+    the own term. ``overlap``: ``[S]`` cosine of ``alpha`` and ``beta``."""
+
+    config: Config
+    rel_error: dict[str, np.ndarray]
+    cross_to_self: np.ndarray
+    overlap: np.ndarray
+
+
+class _Probe:
+    """Runs the model on two facts and exposes ``alpha, beta`` (inputs of the last ``fc2`` at the
+    target position, ``[S, 4d]``), ``a, b`` (its outputs, ``[S, d]``) and their gradients."""
+
+    def __init__(self, model: Transformer, seqs: torch.Tensor):
+        self.model, self.seqs = model, seqs          # seqs [S, 2, 4]: h r <mask> t
+        self.fc2 = model.blocks[-1].ff.fc2
+
+    def __call__(self, grad: bool = True):
+        store = {}
+
+        def hook(mod, inp, out):
+            out.retain_grad()
+            store["h"], store["y"] = inp[0], out
+
+        handle = self.fc2.register_forward_hook(hook)
+        x = self.seqs
+        mask = torch.zeros(x.shape[:-1] + (3,), dtype=torch.bool)
+        mask[..., 2] = True                          # <mask> predicts t
+        loss = answer_loss(self.model(x[..., :-1]), x[..., 1:], mask)
+        handle.remove()
+        if grad:
+            self.model.zero_grad(set_to_none=True)
+            loss.sum().backward()
+        h, y = store["h"].detach()[:, :, 2], store["y"]
+        g = y.grad[:, :, 2] if grad else None
+        return h[:, 0], h[:, 1], y.detach()[:, 0, 2], y.detach()[:, 1, 2], \
+            (None if g is None else g[:, 0]), (None if g is None else g[:, 1])
+
+    def V(self) -> torch.Tensor:
+        """``[S, out, in]``: the layer in the math convention (``SeedLinear`` stores ``V^T``)."""
+        return self.fc2.weight.detach().transpose(1, 2).clone()
+
+
+def _rel(measured: tuple, predicted: tuple) -> np.ndarray:
+    m, p = torch.cat(measured, -1), torch.cat(predicted, -1)
+    return ((m - p).norm(dim=-1) / m.norm(dim=-1)).numpy()
+
+
+def _fresh(config: Config):
+    task = binding_task(40, 24, 1, 0, config.seeds)
+    seqs = task.sequences("train")[:, :2]
+    model = Transformer(TransformerConfig(vocab_size=task.vocab_size, block_size=4,
+                                          n_layer=config.n_layer, n_head=config.n_head,
+                                          d_model=config.d_model, positional="none", tied=True),
+                        n_seeds=config.n_seeds, seed=config.seed)
+    return model, _Probe(model, seqs)
+
+
+def step_check(config: Config) -> StepCheck:
+    """Each optimiser takes a real step; the formula predicts ``(Delta a, Delta b)``."""
+    eta, err = config.eta, {}
+
+    def delta(probe, alpha, beta, V0):
+        dV = probe.V() - V0
+        return (alpha[:, None] @ dV.transpose(1, 2))[:, 0], (beta[:, None] @ dV.transpose(1, 2))[:, 0]
+
+    # SGD on V alone: alpha and beta are upstream of V, so they stay fixed and the formula is exact.
+    model, probe = _fresh(config)
+    alpha, beta, _, _, ga, gb = probe()
+    V0 = probe.V()
+    torch.optim.SGD([probe.fc2.weight], lr=eta).step()
+    err["sgd"] = _rel(delta(probe, alpha, beta, V0), theory.sgd_delta(alpha, beta, ga, gb, eta))
+    cross = theory.cross_to_self(alpha, beta, ga, gb).numpy()
+    cos = torch.nn.functional.cosine_similarity(alpha, beta, dim=-1).numpy()
+
+    # Momentum: the second step also carries the first step's gradient (the buffer).
+    model, probe = _fresh(config)
+    opt = torch.optim.SGD([probe.fc2.weight], lr=eta, momentum=config.mu)
+    probe()
+    opt.step()
+    buffer = opt.state[probe.fc2.weight]["momentum_buffer"].transpose(1, 2).clone()
+    alpha, beta, _, _, ga, gb = probe()
+    V0 = probe.V()
+    opt.step()
+    err["momentum"] = _rel(delta(probe, alpha, beta, V0),
+                           theory.momentum_delta(alpha, beta, ga, gb, eta, config.mu, buffer))
+
+    # Adam's first step is sign-like: Delta V = -eta G / (|G| + eps), an element-wise preconditioner.
+    model, probe = _fresh(config)
+    opt = torch.optim.Adam([probe.fc2.weight], lr=eta)
+    alpha, beta, _, _, ga, gb = probe()
+    V0 = probe.V()
+    G = probe.fc2.weight.grad.transpose(1, 2)
+    opt.step()
+    measured = delta(probe, alpha, beta, V0)
+    P = 1.0 / (G.abs() + opt.defaults["eps"])
+    err["adam_first"] = _rel(measured, theory.preconditioned_delta(alpha, beta, ga, gb, eta, P))
+    # The plain SGD form with the best single effective rate (least squares, per seed).
+    sa, sb = theory.sgd_delta(alpha, beta, ga, gb, 1.0)
+    m_, s_ = torch.cat(measured, -1), torch.cat((sa, sb), -1)
+    rate = (m_ * s_).sum(-1, keepdim=True) / (s_ * s_).sum(-1, keepdim=True)
+    err["adam_first_sgd_form"] = _rel(measured, (rate * sa, rate * sb))
+
+    # Later Adam steps: the preconditioner from the second moments, but the current gradient in
+    # place of Adam's first-moment average; the error is what the momentum history adds.
+    for _ in range(config.adam_steps):
+        probe()
+        opt.step()
+    alpha, beta, _, _, ga, gb = probe()
+    V0 = probe.V()
+    opt.step()
+    st = opt.state[probe.fc2.weight]
+    t = int(st["step"])
+    b1, b2 = opt.defaults["betas"]
+    vhat = st["exp_avg_sq"].transpose(1, 2) / (1 - b2 ** t)
+    P = 1.0 / ((vhat.sqrt() + opt.defaults["eps"]) * (1 - b1 ** t)) * (1 - b1)
+    err["adam_later"] = _rel(delta(probe, alpha, beta, V0),
+                             theory.preconditioned_delta(alpha, beta, ga, gb, eta, P))
+
+    # SGD on every layer: alpha and beta move too, so the formula is only the V-part of Delta a.
+    model, probe = _fresh(config)
+    alpha, beta, a0, b0, ga, gb = probe()
+    torch.optim.SGD(model.parameters(), lr=eta).step()
+    _, _, a1, b1_, _, _ = probe(grad=False)
+    err["sgd_all_layers"] = _rel((a1 - a0, b1_ - b0), theory.sgd_delta(alpha, beta, ga, gb, eta))
+    return StepCheck(config=config, rel_error=err, cross_to_self=cross, overlap=cos)
+
+
+def mlp_hidden(model: Transformer, idx: torch.Tensor, layer: int = -1) -> torch.Tensor:
+    """Activations ``relu(W1 LN(x))`` of the MLP of block ``layer``: ``idx [S, B, T]`` ->
+    ``[S, B, T, ff_mult d]`` (the ``alpha`` of the chapter)."""
+    S = idx.shape[0]
+    x = model.wte[torch.arange(S)[:, None, None], idx]
+    blocks = list(model.blocks)
+    layer = layer % len(blocks)
+    for blk in blocks[:layer]:
+        x = blk(x)
+    blk = blocks[layer]
+    x = x + blk.attn(blk.ln1(x))
+    return torch.relu(blk.ff.fc1(blk.ln2(x)))
+
+
+@dataclass
+class NameOverlap:
+    """Mean cosine of the subject activations ``alpha_e`` (last MLP, after reading the name)
+    between entity pairs that share the first name, the last name, or nothing; ``[S]`` each."""
+
+    shared_first: np.ndarray
+    shared_last: np.ndarray
+    unrelated: np.ndarray
+
+
+def name_overlap(model: Transformer, names: torch.Tensor) -> NameOverlap:
+    """``names [S, E, 2]``: every entity's name is read alone; pairs are grouped by shared tokens."""
+    with torch.no_grad():
+        h = mlp_hidden(model, names)[:, :, -1]                   # [S, E, 4d]
+        u = h / h.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        cos = u @ u.transpose(1, 2)                              # [S, E, E]
+    same_f = names[:, :, None, 0] == names[:, None, :, 0]
+    same_l = names[:, :, None, 1] == names[:, None, :, 1]
+    off = ~torch.eye(names.shape[1], dtype=torch.bool)
+
+    def mean(mask):
+        m = (mask & off).float()
+        return ((cos * m).sum((1, 2)) / m.sum((1, 2))).numpy()
+
+    return NameOverlap(shared_first=mean(same_f), shared_last=mean(same_l),
+                       unrelated=mean(~same_f & ~same_l))
+
+
+def trained_overlap(config: surface_names.Config) -> tuple[surface_names.Result, NameOverlap, NameOverlap]:
+    """Train the standard model on surface names; the overlaps at initialisation and after."""
+    init = Transformer(TransformerConfig(
+        vocab_size=binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity,
+                                config.seeds[:1]).vocab_size,
+        block_size=6, n_layer=config.n_layer, n_head=config.n_head, d_model=config.d_model,
+        positional="none", tied=True), n_seeds=config.n_seeds, seed=config.seed)
+    res = surface_names.run(config)
+    return res, name_overlap(init, res.task.names), name_overlap(res.model, res.task.names)

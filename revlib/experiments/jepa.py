@@ -1,0 +1,187 @@
+"""Chapter "JEPA breaks the curse": the JEPA model of :mod:`revlib.models.jepa` on two-token names.
+
+``python -m revlib.experiments.jepa --sweep data/binding_jepa_sweep.json`` runs the sweeps that
+do not fit in a notebook and writes them, with config, seeds, git hash and run time, to JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from revlib import _validate, repro
+from revlib.data.binding import SPLITS, BindingTask, binding_task
+from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss
+from revlib.train import History, TrainConfig, train
+
+
+@dataclass(frozen=True)
+class Config:
+    """Data as in :mod:`revlib.experiments.surface_names`; model: ``n_rec`` recognition and
+    ``n_sem`` semantic blocks of width ``d_model``, or ``memory=True`` (top-1 memory layer as the
+    recognition module). AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``."""
+
+    n_a: int = 400
+    n_b: int = 240
+    n_rel: int = 3
+    multiplicity: int = 10
+    n_rec: int = 1
+    n_sem: int = 1
+    d_model: int = 64
+    n_head: int = 4
+    memory: bool = False
+    lr: float = 3e-3
+    weight_decay: float = 0.1
+    batch_size: int = 128
+    steps: int = 1000
+    seed: int = 0
+    n_seeds: int = 2
+    n_eval: int = 300
+    eval_points: int = 6
+
+    def __post_init__(self):
+        _validate.integer("multiplicity", self.multiplicity, 1, 1000)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.integer("n_eval", self.n_eval, 1, 10**6)
+        JEPAConfig(vocab_size=10, n_rec=self.n_rec, n_sem=self.n_sem, d_model=self.d_model,
+                   n_head=self.n_head, memory=self.memory)
+        self.train_config()
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
+                           batch_size=self.batch_size, weight_decay=self.weight_decay,
+                           eval_points=self.eval_points)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class Result:
+    """``history[f"{split}_acc"]`` and ``[f"{split}_mrr"]`` ``[E, S]``, ranked against the full
+    table of entity concepts (not in-batch)."""
+
+    config: Config
+    task: BindingTask
+    model: JEPA
+    history: History
+
+    def final(self, name: str) -> np.ndarray:
+        return self.history.final(name)
+
+
+def patches(task: BindingTask, split: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``([S, N, 4, 2] patches, [S, N, 4] last-token index, [S, N] target entity)``; ``<pad>`` is
+    the id ``task.vocab_size``."""
+    f = task.facts[split]
+    S, N, _ = f.shape
+    seeds = torch.arange(S)[:, None]
+    pad = torch.full((S, N, 1), task.vocab_size)
+    rel = torch.cat([(f[..., 1:2] + task.mask_token + 1), pad], -1)
+    mask = torch.cat([torch.full((S, N, 1), task.mask_token), pad], -1)
+    p = torch.stack([task.names[seeds, f[..., 0]], rel, mask, task.names[seeds, f[..., 2]]], 2)
+    last = torch.tensor([1, 0, 0, 1]).expand(S, N, 4)
+    return p, last, f[..., 2]
+
+
+def _memory_keys(task: BindingTask) -> torch.Tensor:
+    """One key per entity (its name) and per non-entity token (``<mask>``, relations)."""
+    S = task.names.shape[0]
+    other = torch.arange(task.mask_token, task.vocab_size)
+    other = torch.stack([other, torch.full_like(other, task.vocab_size)], -1)
+    return torch.cat([task.names, other.expand(S, -1, -1)], 1)
+
+
+def run(config: Config) -> Result:
+    """Train ``config.n_seeds`` JEPA models (one batched model) and evaluate them."""
+    task = binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds)
+    if task.name_length != 2:
+        raise ValueError("multiplicity must be >= 1 (two-token names) for the JEPA chapter")
+    S = config.n_seeds
+    data = {k: patches(task, k) for k in SPLITS}
+    tr = [torch.cat([data["train"][i], data["atomic"][i]], 1) for i in range(3)]
+    mcfg = JEPAConfig(vocab_size=task.vocab_size + 1, n_rec=config.n_rec, n_sem=config.n_sem,
+                      d_model=config.d_model, n_head=config.n_head, memory=config.memory)
+    model = JEPA(mcfg, S, seed=config.seed, memory_keys=_memory_keys(task) if config.memory else None)
+    seeds_ix = torch.arange(S)[:, None]
+    entity_last = torch.ones(task.names.shape[:2], dtype=torch.long)
+
+    def loss(idx):
+        pred, c = model(tr[0][seeds_ix, idx], tr[1][seeds_ix, idx])
+        return infonce_loss(pred, c)
+
+    evals = {}
+    for k in SPLITS:
+        p, last, gold = (t[:, :config.n_eval] for t in data[k])
+        cache = {}
+
+        def both(p=p, last=last, gold=gold, cache=cache):
+            table = model.concepts(task.names, entity_last)                        # [S, E, d]
+            pred, _ = model(p, last)
+            scores = pred @ table.transpose(1, 2)                                   # [S, N, E]
+            g = scores.gather(-1, gold[..., None])
+            rank = (scores > g).sum(-1) + 1
+            cache["mrr"] = (1.0 / rank.float()).mean(-1)
+            return (rank == 1).float().mean(-1)
+
+        evals[f"{k}_acc"] = both
+        evals[f"{k}_mrr"] = lambda cache=cache: cache["mrr"]
+    history = train(model, loss, config.train_config(), evals, n_train=tr[0].shape[1],
+                    n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
+    return Result(config=config, task=task, model=model, history=history)
+
+
+SWEEP = {
+    "depth": [dict(n_rec=1, n_sem=1), dict(n_rec=1, n_sem=3), dict(n_rec=3, n_sem=3)],
+    "multiplicity": [dict(multiplicity=2), dict(multiplicity=10), dict(multiplicity=20)],
+    "width": [dict(d_model=32), dict(d_model=64), dict(d_model=128)],
+    "memory": [dict(memory=False), dict(memory=True)],
+}
+
+
+def _git_hash() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def sweep(base: Config) -> list[dict]:
+    """Every configuration of :data:`SWEEP` on top of ``base``; final metrics per seed."""
+    rows = []
+    for name, variants in SWEEP.items():
+        for v in variants:
+            cfg = dataclasses.replace(base, **v)
+            t0 = time.time()
+            r = run(cfg)
+            rows.append({"sweep": name, "variant": v, "config": dataclasses.asdict(cfg),
+                         "seeds": cfg.seeds, "git": _git_hash(),
+                         "run_time_s": round(time.time() - t0, 1),
+                         **{k: np.round(r.final(k), 4).tolist() for k in r.history.values}})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sweep", required=True, help="output JSON file")
+    ap.add_argument("--steps", type=int, default=Config.steps)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    repro.setup(args.seed)
+    rows = sweep(Config(steps=args.steps, seed=args.seed))
+    with open(args.sweep, "w") as fh:
+        json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

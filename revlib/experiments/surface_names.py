@@ -1,0 +1,127 @@
+"""Chapter "Abstract concepts against surface names": the standard transformer on the reversal
+data of Wang & Sun (2025), with one token per entity or with two-token names.
+
+The model is :mod:`revlib.models.transformer` as in the paper's code: no positional
+embeddings (order comes only from the causal mask), tied input/output embeddings, loss on the
+target tokens only, AdamW at a constant learning rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from revlib import _validate
+from revlib.data.binding import SPLITS, BindingTask, binding_task
+from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
+from revlib.train import History, TrainConfig, train
+
+
+@dataclass(frozen=True)
+class Config:
+    """Data: ``n_a``, ``n_b`` entities, ``n_rel`` relation pairs, ``multiplicity`` (0: one token
+    per entity). Model: ``n_layer``, ``d_model``, ``n_head``. Optimiser: AdamW with ``lr``,
+    ``weight_decay``, ``batch_size``, ``steps``. ``n_eval`` facts per split are evaluated."""
+
+    n_a: int = 1000
+    n_b: int = 600
+    n_rel: int = 3
+    multiplicity: int = 0
+    n_layer: int = 2
+    d_model: int = 64
+    n_head: int = 4
+    lr: float = 3e-3
+    weight_decay: float = 0.1
+    batch_size: int = 256
+    steps: int = 2000
+    seed: int = 0
+    n_seeds: int = 2
+    n_eval: int = 1000
+    eval_points: int = 11
+
+    def __post_init__(self):
+        _validate.integer("n_a", self.n_a, 2, 10**6)
+        _validate.integer("n_b", self.n_b, 2, 10**6)
+        _validate.integer("n_rel", self.n_rel, 1, 100)
+        _validate.integer("multiplicity", self.multiplicity, 0, 1000)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.integer("n_eval", self.n_eval, 1, 10**6)
+        TransformerConfig(vocab_size=2, block_size=6, n_layer=self.n_layer,
+                          n_head=self.n_head, d_model=self.d_model)  # validates the model fields
+        self.train_config()
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
+                           batch_size=self.batch_size, weight_decay=self.weight_decay,
+                           eval_points=self.eval_points)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class Result:
+    """``history[f"{split}_acc"]``, ``history[f"{split}_mrr"]``: ``[E, S]``. ``final``: the same
+    at the end, ``[S]`` each. ``model`` and ``task`` are kept for probing."""
+
+    config: Config
+    task: BindingTask
+    model: Transformer
+    history: History
+
+    def final(self, name: str) -> np.ndarray:
+        return self.history.final(name)
+
+
+def _target_mask(S: int, N: int, L: int) -> torch.Tensor:
+    """``[S, N, 2L+1]``: the positions (from ``<mask>`` on) whose next token is a target token."""
+    m = torch.zeros(2 * L + 1, dtype=torch.bool)
+    m[L + 1:] = True
+    return m.expand(S, N, -1)
+
+
+def metrics(model: Transformer, seqs: torch.Tensor, L: int, n_name_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Teacher-forced exact-match accuracy of the whole target name and MRR of its first token,
+    ranked among the name tokens; ``seqs [S, N, 2L+2]`` -> ``([S], [S])``."""
+    logits = model(seqs[..., :-1])[..., L + 1:, :n_name_tokens]   # [S, N, L, V_names]
+    gold = seqs[..., L + 2:]                                       # [S, N, L]
+    acc = (logits.argmax(-1) == gold).all(-1).float().mean(-1)
+    first, g = logits[..., 0, :], gold[..., 0]
+    rank = (first > first.gather(-1, g[..., None])).sum(-1) + 1
+    return acc, (1.0 / rank.float()).mean(-1)
+
+
+def run(config: Config) -> Result:
+    """Train ``config.n_seeds`` standard transformers (one batched model) and evaluate them."""
+    task = binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds)
+    S, L = config.n_seeds, task.name_length
+    seqs = {k: task.sequences(k) for k in SPLITS}
+    train_seqs = torch.cat([seqs["train"], seqs["atomic"]], 1)     # [S, N, T]
+    model = Transformer(TransformerConfig(
+        vocab_size=task.vocab_size, block_size=2 * L + 2, n_layer=config.n_layer,
+        n_head=config.n_head, d_model=config.d_model, positional="none", tied=True),
+        n_seeds=S, seed=config.seed)
+    seeds_ix = torch.arange(S)[:, None]
+
+    def loss(idx):
+        x = train_seqs[seeds_ix, idx]
+        return answer_loss(model(x[..., :-1]), x[..., 1:], _target_mask(S, x.shape[1], L))
+
+    evals = {}
+    for k in SPLITS:
+        sub = seqs[k][:, :config.n_eval]
+        cache = {}
+
+        def both(sub=sub, cache=cache):
+            cache["v"] = metrics(model, sub, L, task.n_name_tokens)
+            return cache["v"][0]
+
+        evals[f"{k}_acc"] = both
+        evals[f"{k}_mrr"] = lambda cache=cache: cache["v"][1]
+    history = train(model, loss, config.train_config(), evals, n_train=train_seqs.shape[1],
+                    n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
+    return Result(config=config, task=task, model=model, history=history)

@@ -1,0 +1,128 @@
+"""JEPA for entity facts (Wang & Sun 2025, Section 3), in plain PyTorch with a seed axis.
+
+A fact ``h r <mask> t`` is four **patches**, each padded with ``<pad>`` to ``K`` tokens.
+
+* **Recognition module** (``n_rec`` blocks): runs inside each patch on its own (causal, no
+  positions) and returns the hidden state at the patch's last real token: the patch's
+  **concept vector**. With ``memory=True`` it is replaced by the paper's memory layer at top-1
+  with frozen keys and embeddings: the mean of the patch's token embeddings selects the
+  best-matching key and returns its (trainable) value, i.e. one free vector per entity.
+* **Semantic module** (``n_sem`` blocks): runs causally over the concept vectors of
+  ``h, r, <mask>``; its output at ``<mask>`` through a parameter-free RMS norm is the
+  **predicted concept** of ``t``.
+* **Loss**: in-batch InfoNCE with no temperature: the prediction is scored against the concept
+  vectors of every patch of every example in the batch, and the gold class is the ``t`` patch of
+  the same example. Gradients flow into the targets too (no stop-gradient, no EMA encoder).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from revlib import _validate
+from revlib.models.transformer import Block, SeedLinear, TransformerConfig, _stream
+
+
+@dataclass(frozen=True)
+class JEPAConfig:
+    """``vocab_size`` includes ``<pad>`` (the last id); ``patch_len`` tokens per patch."""
+
+    vocab_size: int
+    patch_len: int = 2
+    n_rec: int = 1
+    n_sem: int = 1
+    d_model: int = 64
+    n_head: int = 4
+    memory: bool = False
+    init_std: float = 0.02
+
+    def __post_init__(self):
+        _validate.integer("vocab_size", self.vocab_size, 2, 10**6)
+        _validate.integer("patch_len", self.patch_len, 1, 16)
+        _validate.integer("n_rec", self.n_rec, 0 if self.memory else 1, 32)
+        _validate.integer("n_sem", self.n_sem, 1, 32)
+        if self.memory and self.n_rec != 1:
+            raise ValueError(f"n_rec must be 1 with memory=True (the memory layer replaces it), got {self.n_rec}")
+        self.block_config(self.n_rec + self.n_sem)
+
+    def block_config(self, n_layer: int) -> TransformerConfig:
+        return TransformerConfig(vocab_size=self.vocab_size, block_size=max(self.patch_len, 3),
+                                 n_layer=n_layer, n_head=self.n_head, d_model=self.d_model,
+                                 positional="none", init_std=self.init_std)
+
+
+class JEPA(nn.Module):
+    """``S`` JEPA models. ``patches [S, B, P, K]`` of token ids and ``last [S, B, P]`` (index of
+    each patch's last real token)."""
+
+    def __init__(self, cfg: JEPAConfig, n_seeds: int, seed: int = 0, memory_keys: torch.Tensor | None = None):
+        super().__init__()
+        self.cfg, self.n_seeds = cfg, n_seeds
+        bc = cfg.block_config(cfg.n_rec + cfg.n_sem)
+        d = cfg.d_model
+        self.wte = nn.Parameter(torch.empty(n_seeds, cfg.vocab_size, d), requires_grad=not cfg.memory)
+        self.rec = nn.ModuleList([] if cfg.memory else [Block(n_seeds, bc, "mlp") for _ in range(cfg.n_rec)])
+        self.sem = nn.ModuleList(Block(n_seeds, bc, "mlp") for _ in range(cfg.n_sem))
+        if cfg.memory:
+            if memory_keys is None:
+                raise ValueError("memory=True needs memory_keys: [S, n_keys, K] token ids of each key's patch")
+            self.register_buffer("key_tokens", memory_keys)
+            self.values = nn.Parameter(torch.empty(n_seeds, memory_keys.shape[1], d))
+        stds = {"wte": cfg.init_std, "values": cfg.init_std}
+        stds.update({f"{n}.weight": m.std for n, m in self.named_modules() if isinstance(m, SeedLinear)})
+        with torch.no_grad():
+            for name, p in self.named_parameters(recurse=True):
+                if name in stds:
+                    for i in range(n_seeds):
+                        g = torch.Generator().manual_seed(_stream(seed + i, name))
+                        p[i].copy_(torch.randn(p.shape[1:], generator=g) * stds[name])
+            if cfg.memory:  # the embeddings are frozen, so the keys can be computed once
+                self.keys = self._mean_embedding(memory_keys)                   # [S, n_keys, d]
+
+    def _mean_embedding(self, patches: torch.Tensor) -> torch.Tensor:
+        """Mean of the real (non-pad) token embeddings of each patch: ``[S, ..., K] -> [S, ..., d]``."""
+        S = patches.shape[0]
+        idx = (slice(None),) + (None,) * (patches.dim() - 1)
+        emb = self.wte[torch.arange(S)[idx], patches]
+        real = (patches != self.cfg.vocab_size - 1).to(emb.dtype)[..., None]
+        return (emb * real).sum(-2) / real.sum(-2).clamp_min(1)
+
+    def concepts(self, patches: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+        """Recognition: ``patches [S, N, K]``, ``last [S, N]`` -> concept vectors ``[S, N, d]``."""
+        S, N, K = patches.shape
+        if self.cfg.memory:
+            q = self._mean_embedding(patches)                                    # [S, N, d]
+            top = (q @ self.keys.transpose(1, 2)).argmax(-1)                     # top-1 key
+            return self.values[torch.arange(S)[:, None], top]
+        x = self.wte[torch.arange(S)[:, None, None], patches]                    # [S, N, K, d]
+        for blk in self.rec:
+            x = blk(x)
+        return x.gather(2, last[..., None, None].expand(-1, -1, 1, x.shape[-1]))[:, :, 0]
+
+    def predict(self, ctx: torch.Tensor) -> torch.Tensor:
+        """Semantic module: context concepts ``[S, B, 3, d]`` -> predicted concept ``[S, B, d]``."""
+        x = ctx
+        for blk in self.sem:
+            x = blk(x)
+        out = x[:, :, -1]
+        return out * torch.rsqrt(out.pow(2).mean(-1, keepdim=True) + 1e-5)
+
+    def forward(self, patches: torch.Tensor, last: torch.Tensor):
+        """``patches [S, B, 4, K]`` -> (prediction ``[S, B, d]``, all concepts ``[S, B, 4, d]``)."""
+        S, B, P, K = patches.shape
+        c = self.concepts(patches.reshape(S, B * P, K), last.reshape(S, B * P)).view(S, B, P, -1)
+        return self.predict(c[:, :, :3]), c
+
+
+def infonce_loss(pred: torch.Tensor, concepts: torch.Tensor) -> torch.Tensor:
+    """In-batch InfoNCE, temperature 1: ``pred [S, B, d]`` against all ``concepts [S, B, P, d]``;
+    the gold class of example ``i`` is its last patch. Returns ``[S]``."""
+    S, B, P, d = concepts.shape
+    logits = pred @ concepts.reshape(S, B * P, d).transpose(1, 2)               # [S, B, B P]
+    gold = torch.arange(B) * P + (P - 1)
+    return F.cross_entropy(logits.flatten(0, 1), gold.repeat(S), reduction="none").view(S, B).mean(-1)

@@ -1,0 +1,108 @@
+"""Unit tests of Part II: the binding data, the entanglement formula, config validation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from revlib.data.binding import binding_task, names_with_multiplicity
+from revlib.experiments import entanglement, surface_names
+from revlib.theory import entanglement as theory
+
+
+def test_names_share_each_token_exactly_m_times_and_are_distinct():
+    names = names_with_multiplicity(60, 5, torch.Generator().manual_seed(3))
+    assert names.shape == (60, 2)
+    assert len({tuple(n) for n in names.tolist()}) == 60
+    assert torch.bincount(names[:, 0]).tolist() == [5] * 12
+    assert torch.bincount(names[:, 1] - 12).tolist() == [5] * 12
+
+
+def test_splits_are_reverses_and_partition_the_e_b_facts():
+    task = binding_task(8, 6, 2, 0, [0, 1])
+    tr, at, te = (task.facts[k] for k in ("train", "atomic", "test"))
+    assert tr.shape == (2, 2 * 8, 3) and at.shape == te.shape == (2, 6, 3)
+    # each test fact is the reverse of the atomic fact in the same row: (t, r^-1, h)
+    assert torch.equal(te[..., 0], at[..., 2]) and torch.equal(te[..., 2], at[..., 0])
+    assert torch.equal(te[..., 1], at[..., 1] ^ 1)
+    assert bool((at[..., 0] >= 8).all()) and bool((tr[..., 0] < 8).all())
+    # both directions of every E_A fact are trained
+    fwd = {tuple(f) for f in tr[0].tolist()}
+    assert all((t, r ^ 1, h) in fwd for h, r, t in fwd)
+
+
+def test_sequences_layout_and_seed_independence():
+    task = binding_task(50, 50, 1, 10, [4, 5])
+    seq = task.sequences("test")
+    assert seq.shape == (2, 25, 6)
+    assert bool((seq[..., 3] == task.mask_token).all())
+    alone = binding_task(50, 50, 1, 10, [5])
+    assert torch.equal(alone.sequences("test")[0], seq[1])
+
+
+def test_sgd_formula_matches_autograd():
+    torch.manual_seed(0)
+    V = torch.randn(3, 5, requires_grad=True)
+    alpha, beta, ca, cb = torch.randn(5), torch.randn(5), torch.randn(3), torch.randn(3)
+    loss = (ca * (V @ alpha)).sum() ** 2 + (cb * (V @ beta)).sum()
+    a, b = V @ alpha, V @ beta
+    ga, gb = 2 * (ca @ a) * ca, cb   # dL/da, dL/db by hand
+    (G,) = torch.autograd.grad(loss, V)
+    eta = 0.1
+    dV = -eta * G
+    da, db = theory.sgd_delta(alpha, beta, ga.detach(), gb, eta)
+    assert torch.allclose(da, dV @ alpha, atol=1e-5) and torch.allclose(db, dV @ beta, atol=1e-5)
+    # orthogonal inputs: no interference
+    beta_perp = beta - (beta @ alpha) / (alpha @ alpha) * alpha
+    da0, _ = theory.sgd_delta(alpha, beta_perp, ga.detach(), gb, eta)
+    assert torch.allclose(da0, -eta * (alpha @ alpha) * ga.detach(), atol=1e-5)
+
+
+def test_preconditioned_formula_reduces_to_sgd_for_constant_p():
+    alpha, beta, ga, gb = torch.randn(4), torch.randn(4), torch.randn(2), torch.randn(2)
+    p = theory.preconditioned_delta(alpha, beta, ga, gb, 0.5, torch.full((2, 4), 2.0))
+    s = theory.sgd_delta(alpha, beta, ga, gb, 1.0)
+    assert torch.allclose(p[0], s[0]) and torch.allclose(p[1], s[1])
+
+
+def test_step_check_exact_cases():
+    res = entanglement.step_check(entanglement.Config(d_model=16, n_head=2, n_seeds=2, adam_steps=2))
+    for k in ("sgd", "momentum", "adam_first"):
+        assert res.rel_error[k].max() < 1e-4, k
+    assert res.rel_error["sgd_all_layers"].min() > 1e-3
+
+
+@pytest.mark.parametrize("field,value", [("multiplicity", -1), ("n_seeds", 0), ("d_model", 30)])
+def test_config_errors_name_the_field(field, value):
+    with pytest.raises(ValueError, match=field if field != "d_model" else "d_model"):
+        surface_names.Config(**{field: value})
+
+
+def test_bad_multiplicity_rejected():
+    with pytest.raises(ValueError, match="multiplicity"):
+        binding_task(10, 10, 1, 3, [0])
+
+
+def test_infonce_loss_hand_case():
+    from revlib.models.jepa import infonce_loss
+    # B = 1, P = 2: logits [pred.c0, pred.c1] = [0, 1]; gold is the last patch (index 1)
+    pred = torch.tensor([[[1.0, 0.0]]])
+    concepts = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]]]])
+    expected = -torch.log(torch.tensor(torch.e / (1 + torch.e)))
+    assert torch.allclose(infonce_loss(pred, concepts), expected.reshape(1))
+
+
+def test_jepa_patches_and_memory_lookup_is_per_entity():
+    from revlib.experiments import jepa
+    from revlib.models.jepa import JEPA, JEPAConfig
+    task = binding_task(50, 50, 1, 10, [0])
+    p, last, gold = jepa.patches(task, "test")
+    assert p.shape == (1, 25, 4, 2) and torch.equal(p[0, :, 3], task.names[0, gold[0]])
+    assert bool((p[..., 1:3, 1] == task.vocab_size).all())          # relation and mask padded
+    keys = jepa._memory_keys(task)
+    model = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1, memory=True, d_model=64), 1,
+                 memory_keys=keys)
+    c = model.concepts(task.names, torch.ones(1, 100, dtype=torch.long))
+    # top-1 with keys = mean name embeddings: (almost) every entity reads its own value
+    own = (c[0] @ model.values[0].T).argmax(-1) == torch.arange(100)
+    assert own.float().mean() > 0.9
