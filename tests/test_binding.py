@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 import torch
 
@@ -106,3 +109,53 @@ def test_jepa_patches_and_memory_lookup_is_per_entity():
     # top-1 with keys = mean name embeddings: (almost) every entity reads its own value
     own = (c[0] @ model.values[0].T).argmax(-1) == torch.arange(100)
     assert own.float().mean() > 0.9
+
+
+def test_layernorm_concepts_normalise_prediction_and_candidates_but_not_the_context():
+    from revlib.models.jepa import JEPA, JEPAConfig
+    task = binding_task(50, 50, 1, 10, [0])
+    from revlib.experiments import jepa
+    p, last, _ = jepa.patches(task, "train")
+    model = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1, concept_ln="layernorm"), 1)
+    pred, cand = model(p, last)
+    for x in (pred, cand):   # gain 1, bias 0 at init: zero mean, unit variance per vector
+        assert torch.allclose(x.mean(-1), torch.zeros(()), atol=1e-5)
+        var = x.var(-1, unbiased=False)       # just below 1: LayerNorm's eps 1e-5 vs small inputs
+        assert bool(((var > 0.95) & (var <= 1.0 + 1e-5)).all())
+    raw = model.concepts(p[:, :, 3], last[:, :, 3])
+    assert raw.norm(dim=-1).mean() < 1.0      # raw concepts (the semantic module's input) are small
+    rms = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1), 1)
+    pred, cand = rms(p, last)
+    assert torch.allclose(pred.pow(2).mean(-1), torch.ones(()), atol=2e-2)   # RMS norm, eps 1e-5
+    assert torch.equal(cand[:, :, 3], rms.concepts(p[:, :, 3], last[:, :, 3]))  # targets untouched
+
+
+def test_jepa_config_errors():
+    from revlib.experiments import jepa
+    from revlib.models.jepa import JEPAConfig
+    with pytest.raises(ValueError, match="concept_ln"):
+        jepa.Config(concept_ln="cosine")
+    with pytest.raises(ValueError, match="concept_ln"):
+        JEPAConfig(vocab_size=10, concept_ln="none")
+    with pytest.raises(ValueError, match="n_rec"):
+        jepa.Config(memory=True, n_rec=2)
+    assert jepa.Config(memory=True).model_config(10).concept_ln == "layernorm"
+    assert jepa.Config().model_config(10).concept_ln == "rms"
+
+
+def test_sweep_trains_shared_configs_once_and_writes_atomically(tmp_path, monkeypatch):
+    from revlib.experiments import jepa
+    monkeypatch.setattr(jepa, "SWEEP", {"a": [{}], "b": [{}, dict(d_model=16)]})
+    calls = []
+    real_run = jepa.run
+    monkeypatch.setattr(jepa, "run", lambda cfg: calls.append(cfg) or real_run(cfg))
+    base = jepa.Config(n_a=40, n_b=20, n_rel=1, multiplicity=5, batch_size=16, steps=2,
+                       n_seeds=2, n_eval=10, eval_points=2, d_model=32)
+    out = tmp_path / "sweep.json"
+    rows = jepa.sweep(base, out=str(out))
+    assert len(rows) == 3 and len(calls) == 2
+    assert rows[0]["test_acc"] == rows[1]["test_acc"] and rows[0]["sweep"] != rows[1]["sweep"]
+    assert np.array(rows[2]["test_acc"]).shape == (2, 2)                # [seed, eval point]
+    assert jepa.load_sweep(str(out)) == json.loads(json.dumps(rows))
+    assert not (tmp_path / "sweep.json.tmp").exists()
+    assert {"git", "run_time_s", "cpu_time_s", "config", "seeds"} <= set(rows[0])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import subprocess
 import time
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ from revlib.train import History, TrainConfig, train
 class Config:
     """Data as in :mod:`revlib.experiments.surface_names`; model: ``n_rec`` recognition and
     ``n_sem`` semantic blocks of width ``d_model``, or ``memory=True`` (top-1 memory layer as the
-    recognition module). AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``."""
+    recognition module). ``concept_ln="auto"``: as the paper's scripts, parameter-free RMS norm
+    of the prediction for JEPA, learnable LayerNorm on both sides with the memory layer. AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``."""
 
     n_a: int = 400
     n_b: int = 240
@@ -37,13 +39,14 @@ class Config:
     d_model: int = 64
     n_head: int = 4
     memory: bool = False
-    lr: float = 3e-3
+    concept_ln: str = "auto"
+    lr: float = 1e-3
     weight_decay: float = 0.1
     batch_size: int = 128
-    steps: int = 1000
+    steps: int = 2000
     seed: int = 0
-    n_seeds: int = 2
-    n_eval: int = 300
+    n_seeds: int = 3
+    n_eval: int = 400
     eval_points: int = 6
 
     def __post_init__(self):
@@ -51,8 +54,14 @@ class Config:
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
-        JEPAConfig(vocab_size=10, n_rec=self.n_rec, n_sem=self.n_sem, d_model=self.d_model,
-                   n_head=self.n_head, memory=self.memory)
+        if self.concept_ln not in ("auto", "rms", "layernorm"):
+            raise ValueError(f"concept_ln must be 'auto', 'rms' or 'layernorm', got {self.concept_ln!r}")
+        self.model_config(10)
+
+    def model_config(self, vocab_size: int) -> JEPAConfig:
+        ln = self.concept_ln if self.concept_ln != "auto" else ("layernorm" if self.memory else "rms")
+        return JEPAConfig(vocab_size=vocab_size, n_rec=self.n_rec, n_sem=self.n_sem, d_model=self.d_model,
+                          n_head=self.n_head, memory=self.memory, concept_ln=ln)
         self.train_config()
 
     def train_config(self) -> TrainConfig:
@@ -109,8 +118,7 @@ def run(config: Config) -> Result:
     S = config.n_seeds
     data = {k: patches(task, k) for k in SPLITS}
     tr = [torch.cat([data["train"][i], data["atomic"][i]], 1) for i in range(3)]
-    mcfg = JEPAConfig(vocab_size=task.vocab_size + 1, n_rec=config.n_rec, n_sem=config.n_sem,
-                      d_model=config.d_model, n_head=config.n_head, memory=config.memory)
+    mcfg = config.model_config(task.vocab_size + 1)
     model = JEPA(mcfg, S, seed=config.seed, memory_keys=_memory_keys(task) if config.memory else None)
     seeds_ix = torch.arange(S)[:, None]
     entity_last = torch.ones(task.names.shape[:2], dtype=torch.long)
@@ -125,7 +133,7 @@ def run(config: Config) -> Result:
         cache = {}
 
         def both(p=p, last=last, gold=gold, cache=cache):
-            table = model.concepts(task.names, entity_last)                        # [S, E, d]
+            table = model.candidates(model.concepts(task.names, entity_last))                      # [S, E, d]
             pred, _ = model(p, last)
             scores = pred @ table.transpose(1, 2)                                   # [S, N, E]
             g = scores.gather(-1, gold[..., None])
@@ -156,31 +164,53 @@ def _git_hash() -> str:
         return "unknown"
 
 
-def sweep(base: Config) -> list[dict]:
-    """Every configuration of :data:`SWEEP` on top of ``base``; final metrics per seed."""
-    rows = []
+def sweep(base: Config, out: str | None = None) -> list[dict]:
+    """Every configuration of :data:`SWEEP` on top of ``base``; final metrics per seed.
+
+    A configuration shared by several sweeps (the base model) is trained once. With ``out``,
+    the rows so far are written (atomically) after every run, so a cut-off sweep keeps its data.
+    """
+    rows, done, git = [], {}, _git_hash()   # the code version at the start of the sweep
     for name, variants in SWEEP.items():
         for v in variants:
             cfg = dataclasses.replace(base, **v)
-            t0 = time.time()
-            r = run(cfg)
+            if cfg not in done:
+                t0, cpu0 = time.time(), time.process_time()
+                r = run(cfg)
+                done[cfg] = {"run_time_s": round(time.time() - t0, 1),
+                             "cpu_time_s": round(time.process_time() - cpu0, 1),
+                             "steps_recorded": r.history.steps.tolist(),
+                             **{k: np.round(r.history[k], 4).T.tolist() for k in r.history.values}}
             rows.append({"sweep": name, "variant": v, "config": dataclasses.asdict(cfg),
-                         "seeds": cfg.seeds, "git": _git_hash(),
-                         "run_time_s": round(time.time() - t0, 1),
-                         **{k: np.round(r.final(k), 4).tolist() for k in r.history.values}})
+                         "seeds": cfg.seeds, "git": git, **done[cfg]})
+            if out is not None:
+                _write_atomic(out, rows)
     return rows
+
+
+def _write_atomic(path: str, rows: list[dict]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(rows, fh, indent=1)
+    os.replace(tmp, path)
+
+
+def load_sweep(path: str) -> list[dict]:
+    """Rows of :func:`sweep`; each metric is ``[S, E]`` (seed, evaluation point)."""
+    with open(path) as fh:
+        return json.load(fh)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sweep", required=True, help="output JSON file")
-    ap.add_argument("--steps", type=int, default=Config.steps)
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--n-seeds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     repro.setup(args.seed)
-    rows = sweep(Config(steps=args.steps, seed=args.seed))
-    with open(args.sweep, "w") as fh:
-        json.dump(rows, fh, indent=1)
+    torch.set_num_threads(1)  # the machine is shared; one thread per process
+    sweep(Config(steps=args.steps, seed=args.seed, n_seeds=args.n_seeds), out=args.sweep)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ A fact ``h r <mask> t`` is four **patches**, each padded with ``<pad>`` to ``K``
   best-matching key and returns its (trainable) value, i.e. one free vector per entity.
 * **Semantic module** (``n_sem`` blocks): runs causally over the concept vectors of
   ``h, r, <mask>``; its output at ``<mask>`` through a parameter-free RMS norm is the
-  **predicted concept** of ``t``.
+  **predicted concept** of ``t``. With ``concept_ln="layernorm"`` (the paper's memory-layer
+  script, ``concept_ln_type normal``) one learnable LayerNorm is applied to the prediction
+  **and** to every candidate concept; its gain acts as a learned inverse temperature.
 * **Loss**: in-batch InfoNCE with no temperature: the prediction is scored against the concept
   vectors of every patch of every example in the batch, and the gold class is the ``t`` patch of
   the same example. Gradients flow into the targets too (no stop-gradient, no EMA encoder).
@@ -25,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from revlib import _validate
-from revlib.models.transformer import Block, SeedLinear, TransformerConfig, _stream
+from revlib.models.transformer import Block, SeedLayerNorm, SeedLinear, TransformerConfig, _stream
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,15 @@ class JEPAConfig:
     n_head: int = 4
     memory: bool = False
     init_std: float = 0.02
+    concept_ln: str = "rms"
 
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 2, 10**6)
         _validate.integer("patch_len", self.patch_len, 1, 16)
         _validate.integer("n_rec", self.n_rec, 0 if self.memory else 1, 32)
         _validate.integer("n_sem", self.n_sem, 1, 32)
+        if self.concept_ln not in ("rms", "layernorm"):
+            raise ValueError(f"concept_ln must be 'rms' or 'layernorm', got {self.concept_ln!r}")
         if self.memory and self.n_rec != 1:
             raise ValueError(f"n_rec must be 1 with memory=True (the memory layer replaces it), got {self.n_rec}")
         self.block_config(self.n_rec + self.n_sem)
@@ -68,6 +73,7 @@ class JEPA(nn.Module):
         self.wte = nn.Parameter(torch.empty(n_seeds, cfg.vocab_size, d), requires_grad=not cfg.memory)
         self.rec = nn.ModuleList([] if cfg.memory else [Block(n_seeds, bc, "mlp") for _ in range(cfg.n_rec)])
         self.sem = nn.ModuleList(Block(n_seeds, bc, "mlp") for _ in range(cfg.n_sem))
+        self.concept_ln = SeedLayerNorm(n_seeds, d, cfg.concept_ln == "layernorm")
         if cfg.memory:
             if memory_keys is None:
                 raise ValueError("memory=True needs memory_keys: [S, n_keys, K] token ids of each key's patch")
@@ -110,13 +116,20 @@ class JEPA(nn.Module):
         for blk in self.sem:
             x = blk(x)
         out = x[:, :, -1]
+        if self.cfg.concept_ln == "layernorm":
+            return self.concept_ln(out)
         return out * torch.rsqrt(out.pow(2).mean(-1, keepdim=True) + 1e-5)
 
+    def candidates(self, concepts: torch.Tensor) -> torch.Tensor:
+        """Concept vectors as InfoNCE candidates: unchanged (``rms``) or through the shared
+        learnable LayerNorm (``layernorm``). ``[S, ..., d] -> [S, ..., d]``."""
+        return self.concept_ln(concepts)
+
     def forward(self, patches: torch.Tensor, last: torch.Tensor):
-        """``patches [S, B, 4, K]`` -> (prediction ``[S, B, d]``, all concepts ``[S, B, 4, d]``)."""
+        """``patches [S, B, 4, K]`` -> (prediction ``[S, B, d]``, candidate concepts ``[S, B, 4, d]``)."""
         S, B, P, K = patches.shape
         c = self.concepts(patches.reshape(S, B * P, K), last.reshape(S, B * P)).view(S, B, P, -1)
-        return self.predict(c[:, :, :3]), c
+        return self.predict(c[:, :, :3]), self.candidates(c)
 
 
 def infonce_loss(pred: torch.Tensor, concepts: torch.Tensor) -> torch.Tensor:

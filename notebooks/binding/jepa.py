@@ -1,0 +1,175 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook: JEPA breaks the curse
+#
+# The executable side of {doc}`../../book/binding/jepa`. The JEPA model of
+# {cite}`wang2025binding` reads each two-token name with a recognition module into one concept
+# vector, predicts the target's concept vector with a semantic module, and is trained with
+# in-batch InfoNCE. We train it live on the surface-name data of
+# {doc}`../../book/binding/surface_names` (where the standard transformer scores 0 on held-out
+# reverse facts), with the memory-layer recognition module next to it, then load the depth,
+# multiplicity, width and memory sweeps that `python -m revlib.experiments.jepa --sweep
+# data/binding_jepa_sweep.json` wrote.
+
+# %% tags=["parameters"]
+SEED = 0         # base seed; seeds SEED, SEED+1 train side by side
+N_A, N_B = 400, 240   # entities teaching the rule / tested (paper: 50,000 / 30,000)
+N_REL = 3        # relation pairs (paper: 6)
+MULTIPLICITY = 10     # entities sharing each name token (paper: 10)
+STEPS = 1000     # AdamW steps of the live runs (paper: up to 3,000,000)
+SWEEP_FILE = "../../data/binding_jepa_sweep.json"
+
+# %%
+from revlib import repro
+
+repro.setup(SEED)
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from revlib import plot
+from revlib.experiments import jepa
+
+plot.set_theme()
+E = N_A + N_B
+chance_acc = 1 / E                               # rank 1 among all E entity concepts
+chance_mrr = np.mean(1 / np.arange(1, E + 1))    # mean 1/rank for a uniform rank
+common = dict(n_a=N_A, n_b=N_B, n_rel=N_REL, multiplicity=MULTIPLICITY, steps=STEPS,
+              seed=SEED, n_seeds=2, n_eval=400, eval_points=6)
+
+
+def report(label, r):
+    print(f"{label}:")
+    for split in ("train", "atomic", "test"):
+        print(f"  {split:6s} accuracy {np.round(r.final(split + '_acc'), 3)}, "
+              f"MRR {np.round(r.final(split + '_mrr'), 3)}")
+
+
+# %% [markdown]
+# ## 1. JEPA #Rec 1 / #Sem 1 predicts held-out reverse facts above chance
+#
+# Every prediction is ranked against the concept vectors of **all** $E$ entities (the paper's
+# `--eval_full_negatives`), not in-batch. Accuracy is rank 1; chance is $1/E$.
+
+# %%
+base = jepa.run(jepa.Config(**common))
+report("JEPA 1/1", base)
+print(f"chance: accuracy {chance_acc:.4f}, MRR {chance_mrr:.3f}")
+assert np.all(base.final("atomic_acc") > 0.3)             # the one-direction facts are learnt
+assert np.all(base.final("test_acc") > 5 * chance_acc)    # reverse facts well above chance
+assert np.all(base.final("test_mrr") > 4 * chance_mrr)
+
+# %% [markdown]
+# ## 2. The memory layer fits every training fact
+#
+# Top-1 memory with frozen keys (the mean of the name-token embeddings) and frozen embeddings:
+# each entity gets its own free concept vector.
+
+# %%
+memory = jepa.run(jepa.Config(memory=True, **common))
+report("JEPA with memory layer", memory)
+assert np.all(memory.final("train_acc") > 0.9) and np.all(memory.final("atomic_acc") > 0.9)
+assert np.all(memory.final("test_acc") > 3 * chance_acc)
+
+# %% mystnb={"figure": {"caption": "JEPA (#Rec 1 / #Sem 1, d = 64) and JEPA with a top-1 memory layer as recognition module on two-token names (multiplicity 10; 640 entities, 3 relation pairs, 1,000 AdamW steps at lr 1e-3, batch 128, 2 seeds: median and band). Left: accuracy on trained (train, atomic) facts. Right: held-out reverse accuracy, ranked against all 640 entity concepts; dotted: chance 1/640. The paper trains 80,000 entities at d = 768 for up to 3M steps.", "name": "fig-jepa-live"}}
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+for tag, r in (("JEPA 1/1", base), ("memory", memory)):
+    steps = r.history.steps
+    line = ax1.plot([], [])[0]
+    plot.seed_band(ax1, steps, r.history["train_acc"], label=f"{tag}: train", color=line.get_color())
+    plot.seed_band(ax1, steps, r.history["atomic_acc"], label=f"{tag}: atomic", ls="--",
+                   color=line.get_color())
+    plot.seed_band(ax2, steps, r.history["test_acc"], label=f"{tag}: test", color=line.get_color())
+ax2.axhline(chance_acc, color="grey", ls=":", lw=1)
+ax1.set(xlabel="step", ylabel="accuracy")
+ax1.legend(fontsize="small")
+ax2.set(xlabel="step", ylabel="held-out reverse accuracy")
+ax2.legend(fontsize="small")
+plot.savefig(fig, "fig-jepa-live")
+plt.show()
+
+# %% [markdown]
+# ## 3. The sweeps
+#
+# Each configuration changes one thing of the base model (#Rec 1 / #Sem 1, $m=10$, $d=64$, no
+# memory), trained for the sweep's step count with its seeds. The file records config, seeds,
+# git hash and run time with each result; we print the final values per seed.
+
+# %%
+rows = jepa.load_sweep(SWEEP_FILE)
+sw = {}
+for row in rows:
+    sw.setdefault(row["sweep"], []).append(row)
+first = rows[0]
+print(f"{len(rows)} rows, {first['config']['steps']} steps, seeds {first['seeds']}, "
+      f"code {sorted({row['git'][:7] for row in rows})}")
+missing = [(name, v) for name, vs in jepa.SWEEP.items() for v in vs
+           if not any(row["sweep"] == name and row["variant"] == v for row in rows)]
+print("configurations not in the file:", missing)
+
+
+def label(row):
+    c = row["config"]
+    return {"depth": f"#Rec {c['n_rec']} / #Sem {c['n_sem']}", "multiplicity": f"m = {c['multiplicity']}",
+            "width": f"d = {c['d_model']}", "memory": "memory layer" if c["memory"] else "JEPA 1/1"}[row["sweep"]]
+
+
+def final(row, key):
+    return np.array(row[key])[:, -1]
+
+
+print(f"{'sweep':13s}{'config':18s}{'train acc':>14s}{'atomic acc':>14s}{'test acc':>14s}"
+      f"{'test MRR':>14s}{'peak test acc':>15s}")
+for name, rs in sw.items():
+    for row in rs:
+        vals = [final(row, k) for k in ("train_acc", "atomic_acc", "test_acc", "test_mrr")]
+        vals.append(np.array(row["test_acc"]).max(-1))   # best of the recorded steps, per seed
+        cells = "".join(f"{np.array2string(np.round(v, 3), separator=','):>14s}" for v in vals)
+        print(f"{name:13s}{label(row):18s}{cells}")
+
+
+def med(name, key):
+    return {label(row): float(np.median(final(row, key))) for row in sw[name]}
+
+
+for name in sw:
+    print(f"{name}: median test acc", {k: round(v, 3) for k, v in med(name, "test_acc").items()},
+          "| median test MRR", {k: round(v, 3) for k, v in med(name, "test_mrr").items()})
+
+# %% [markdown]
+# We assert a paper's direction only where our medians (2 seeds) support it. Deeper is worse
+# and higher multiplicity is worse hold in median test MRR; the memory layer is **not** better
+# than JEPA 1/1 at our scale, so that claim is printed, not asserted.
+
+# %%
+depth, mult = med("depth", "test_mrr"), med("multiplicity", "test_mrr")
+assert depth["#Rec 1 / #Sem 1"] > depth["#Rec 1 / #Sem 3"] > depth["#Rec 3 / #Sem 3"]
+assert mult["m = 2"] > mult["m = 10"] > mult["m = 20"]
+mem = med("memory", "test_mrr")
+print(f"memory better than JEPA 1/1 in median test MRR: {mem['memory layer'] > mem['JEPA 1/1']}")
+
+# %% mystnb={"figure": {"caption": "Held-out reverse accuracy (ranked against all 640 entities) during training for each sweep: depth (#Rec/#Sem), multiplicity m, width d, and the memory-layer recognition module; each line is the median of the seeds with their band; dotted: chance. 640 entities, 3 relation pairs, AdamW lr 1e-3, batch 128. The paper uses 80,000 entities, d = 768 (1280 for the wide model) and up to 3M steps.", "name": "fig-jepa-sweeps"}}
+fig, axes = plt.subplots(1, 4, figsize=(14, 3.6), sharey=True)
+for ax, (name, rs) in zip(axes, sw.items()):
+    for row in rs:
+        plot.seed_band(ax, np.array(row["steps_recorded"]), np.array(row["test_acc"]).T, label=label(row))
+    ax.axhline(chance_acc, color="grey", ls=":", lw=1)
+    ax.set(title=name, xlabel="step")
+    ax.legend(fontsize="small")
+axes[0].set_ylabel("held-out reverse accuracy")
+plot.savefig(fig, "fig-jepa-sweeps")
+plt.show()
