@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import math
 import multiprocessing
 import subprocess
@@ -201,8 +202,11 @@ def main(argv=None) -> None:
                     histories=[p[0].histories[0] for p in parts])
     data = to_json(result, sum(p[1] for p in parts))
     data["wall_seconds"] = round(time.time() - wall, 1)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")  # written whole, then renamed: never half-written
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, out)
 
 
 def _run_one(config: Config) -> tuple[Result, float]:
