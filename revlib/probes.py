@@ -11,17 +11,28 @@ import torch
 from revlib import _validate
 
 
-def truncate(weight: torch.Tensor, rank: int) -> torch.Tensor:
+def thin_svd(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Thin SVD of ``weight`` ``[..., m, n]`` in float64, as :func:`truncate` computes it:
+    ``(U [..., m, k], S [..., k], Vh [..., k, n])`` with ``k = min(m, n)``. Pass it to
+    :func:`truncate` to try several ranks of one matrix without repeating the SVD."""
+    u, s, vh = torch.linalg.svd(weight.double(), full_matrices=False)
+    return u, s, vh
+
+
+def truncate(weight: torch.Tensor, rank: int,
+             svd: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """Best rank-``rank`` approximation of ``weight`` ``[..., m, n]`` (batched over leading
     axes, e.g. the seed axis): keep the ``rank`` largest singular values. ``rank = 0`` gives
-    zeros (the layer is removed); ``rank >= min(m, n)`` returns the matrix unchanged."""
+    zeros (the layer is removed); ``rank >= min(m, n)`` returns the matrix unchanged.
+    ``svd``: optional precomputed :func:`thin_svd` ``(weight)``; the result is then identical to
+    the one computed without it."""
     _validate.integer("rank", rank, 0, None)
     full = min(weight.shape[-2:])
     if rank >= full:
         return weight.clone()
     if rank == 0:
         return torch.zeros_like(weight)
-    u, s, vh = torch.linalg.svd(weight.double(), full_matrices=False)
+    u, s, vh = thin_svd(weight) if svd is None else svd
     approx = (u[..., :rank] * s[..., None, :rank]) @ vh[..., :rank, :]
     return approx.to(weight.dtype)
 
@@ -33,11 +44,13 @@ def rank_of_fraction(weight: torch.Tensor, fraction: float) -> int:
 
 
 @contextlib.contextmanager
-def truncated(param: torch.nn.Parameter, rank: int):
-    """Temporarily replace ``param`` by :func:`truncate` ``(param, rank)``; restored on exit."""
+def truncated(param: torch.nn.Parameter, rank: int,
+              svd: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None):
+    """Temporarily replace ``param`` by :func:`truncate` ``(param, rank, svd)``; restored
+    exactly on exit."""
     saved = param.detach().clone()
     with torch.no_grad():
-        param.copy_(truncate(saved, rank))
+        param.copy_(truncate(saved, rank, svd))
     try:
         yield param
     finally:

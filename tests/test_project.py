@@ -40,7 +40,7 @@ def _pip_name(req: str) -> str:
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = list(project["dependencies"])
-    for extra in ("book", "test"):
+    for extra in ("book", "test", "lm"):
         wanted += project["optional-dependencies"][extra]
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     assert "python=3.11" in env["dependencies"]

