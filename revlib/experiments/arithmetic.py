@@ -1,0 +1,175 @@
+"""Chapter "Parametric forward-chaining for arithmetic": the standard transformer of
+:mod:`revlib.experiments.surface_names` and the JEPA of :mod:`revlib.experiments.jepa`, trained
+on the facts of :mod:`revlib.data.arithmetic` and probed on the values of never-trained chain
+variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from revlib import _validate
+from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
+from revlib.experiments.surface_names import metrics
+from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss
+from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
+from revlib.train import History, TrainConfig, train
+
+MODELS = ("standard", "jepa")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Data: values mod ``modulus``, ``per_value`` core entities per value, ``n_chains`` chains
+    of ``chain_len`` variables, ``core_frac`` of the core sums trained. Model: ``"standard"``
+    (``n_layer`` blocks) or ``"jepa"`` (#Rec ``n_rec`` / #Sem ``n_sem``), width ``d_model``.
+    AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``."""
+
+    model: str = "standard"
+    modulus: int = 23
+    per_value: int = 4
+    n_chains: int = 60
+    chain_len: int = 3
+    core_frac: float = 0.3
+    n_layer: int = 2
+    n_rec: int = 1
+    n_sem: int = 1
+    d_model: int = 64
+    n_head: int = 4
+    lr: float = 3e-3
+    weight_decay: float = 0.1
+    batch_size: int = 128
+    steps: int = 1000
+    seed: int = 0
+    n_seeds: int = 2
+    n_eval: int = 1000
+    eval_points: int = 6
+
+    def __post_init__(self):
+        _validate.choice("model", self.model, MODELS)
+        _validate.integer("modulus", self.modulus, 3, 10**5)
+        _validate.integer("per_value", self.per_value, 1, 1000)
+        _validate.integer("n_chains", self.n_chains, 1, 10**5)
+        _validate.integer("chain_len", self.chain_len, 1, 100)
+        _validate.real("core_frac", self.core_frac, 0.0, 1.0)
+        _validate.integer("n_layer", self.n_layer, 1, 32)
+        _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.integer("n_eval", self.n_eval, 1, 10**6)
+        JEPAConfig(vocab_size=10, patch_len=1, n_rec=self.n_rec, n_sem=self.n_sem,
+                   d_model=self.d_model, n_head=self.n_head)   # validates the model fields
+        self.train_config()
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
+                           batch_size=self.batch_size, weight_decay=self.weight_decay,
+                           eval_points=self.eval_points)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.n_seeds)]
+
+
+@dataclass
+class Result:
+    """``history``: ``train_acc`` (trained facts), ``probe_acc`` (all chain variables),
+    ``forward_acc`` / ``reverse_acc`` (variables reached by forward steps only / needing a
+    reverse step), each ``[E, S]``. ``probe_correct``: ``[S, n_chains * K]`` final
+    per-probe correctness."""
+
+    config: Config
+    task: ArithmeticTask
+    model: torch.nn.Module
+    history: History
+    probe_correct: np.ndarray
+
+    def final(self, name: str) -> np.ndarray:
+        return self.history.final(name)
+
+    def by_depth(self, reverse: bool) -> np.ndarray:
+        """``[S, K]`` final accuracy on variables at chain size ``k = 1..K`` that need
+        (``reverse=True``) or do not need a reverse step; NaN where a seed has none."""
+        K = self.config.chain_len
+        out = np.full((self.config.n_seeds, K), np.nan)
+        d, r = self.task.depth.numpy(), self.task.reverse.numpy()
+        for s in range(self.config.n_seeds):
+            for k in range(1, K + 1):
+                sel = (d[s] == k) & (r[s] == reverse)
+                if sel.any():
+                    out[s, k - 1] = self.probe_correct[s, sel].mean()
+        return out
+
+
+def _group_means(correct: torch.Tensor, reverse: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``correct``, ``reverse`` ``[S, N]`` -> accuracy overall, forward-only, with a reverse step."""
+    c, r = correct.float(), reverse.float()
+    return {"probe_acc": c.mean(-1),
+            "forward_acc": (c * (1 - r)).sum(-1) / (1 - r).sum(-1).clamp_min(1),
+            "reverse_acc": (c * r).sum(-1) / r.sum(-1).clamp_min(1)}
+
+
+def run(config: Config) -> Result:
+    """Train ``config.n_seeds`` models of kind ``config.model`` (one batched model), evaluate."""
+    task = arithmetic_task(config.modulus, config.per_value, config.n_chains, config.chain_len,
+                           config.core_frac, config.seeds)
+    S, P = config.n_seeds, task.modulus
+    seeds_ix = torch.arange(S)[:, None]
+    train_seqs = task.sequences(task.train)                              # [S, N, 4]
+    eval_train, probes = train_seqs[:, :config.n_eval], task.sequences(task.probes)
+    n_out = task.eq_token          # answers are values or entities, never <=> or <mask>
+
+    if config.model == "standard":
+        model = Transformer(TransformerConfig(
+            vocab_size=task.vocab_size, block_size=4, n_layer=config.n_layer, n_head=config.n_head,
+            d_model=config.d_model, positional="none", tied=True), n_seeds=S, seed=config.seed)
+        target = torch.tensor([False, False, True])   # only <mask> predicts (the answer)
+
+        def loss(idx):
+            x = train_seqs[seeds_ix, idx]
+            return answer_loss(model(x[..., :-1]), x[..., 1:], target.expand(*x.shape[:2], 3))
+
+        def train_acc():
+            return metrics(model, eval_train, 1, n_out)[0]
+
+        def probe_correct():
+            logits = model(probes[..., :-1])[..., 2, :P]                 # ranked among values
+            return logits.argmax(-1) == probes[..., 3]
+    else:
+        model = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1, patch_len=1, n_rec=config.n_rec,
+                                n_sem=config.n_sem, d_model=config.d_model, n_head=config.n_head),
+                     S, seed=config.seed)
+        last = torch.zeros(train_seqs.shape, dtype=torch.long)
+
+        def loss(idx):
+            pred, c = model(train_seqs[seeds_ix, idx][..., None], last[seeds_ix, idx])
+            return infonce_loss(pred, c)
+
+        def predict_rank(seqs, n_tokens):
+            """Rank the predicted concept against the concepts of tokens ``[0, n_tokens)``."""
+            toks = torch.arange(n_tokens).expand(S, -1)
+            table = model.candidates(model.concepts(toks[..., None], torch.zeros_like(toks)))
+            pred, _ = model(seqs[..., None], torch.zeros_like(seqs))
+            return (pred @ table.transpose(1, 2)).argmax(-1) == seqs[..., 3]
+
+        def train_acc():
+            return predict_rank(eval_train, n_out).float().mean(-1)
+
+        def probe_correct():
+            return predict_rank(probes, P)
+
+    cache = {}
+
+    def probes_all():
+        cache.update(_group_means(probe_correct(), task.reverse))
+        return cache["probe_acc"]
+
+    evals = {"train_acc": train_acc, "probe_acc": probes_all,
+             "forward_acc": lambda: cache["forward_acc"], "reverse_acc": lambda: cache["reverse_acc"]}
+    history = train(model, loss, config.train_config(), evals, n_train=train_seqs.shape[1],
+                    n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
+    with torch.no_grad():
+        final = probe_correct().numpy()
+    return Result(config=config, task=task, model=model, history=history, probe_correct=final)
