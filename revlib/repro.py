@@ -44,6 +44,11 @@ def setup(seed: int, threads: int = 1) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def seed_list(seed: int, n_seeds: int) -> list[int]:
+    """The seeds ``seed, seed + 1, ..., seed + n_seeds - 1`` that train side by side."""
+    return [seed + i for i in range(n_seeds)]
+
+
 def generator(seed: int) -> torch.Generator:
     """A fresh CPU generator for ``seed`` (data generation uses its own streams)."""
     _validate.integer("seed", seed, 0, 2**63 - 1)

@@ -26,3 +26,7 @@ def test_environment_report_names_versions():
     report = repro.environment_report()
     assert report["torch"].startswith("2.13")
     assert {"python", "numpy", "matplotlib", "seaborn", "revlib"} <= set(report)
+
+
+def test_seed_list():
+    assert repro.seed_list(7, 3) == [7, 8, 9]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate
+from revlib import _validate, repro
 from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
 from revlib.experiments.surface_names import metrics
 from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss
@@ -70,7 +70,7 @@ class Config:
 
     @property
     def seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.n_seeds)]
+        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate
+from revlib import _validate, repro
 from revlib.data.chains import DIRECT, INDIRECT, ChainTask, chain_task, related_task
 from revlib.models.reparam import Reparam, nll
 from revlib.models.transformer import Transformer, TransformerConfig
@@ -74,7 +74,7 @@ class Config:
 
     @property
     def seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.n_seeds)]
+        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass

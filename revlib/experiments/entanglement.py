@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate
+from revlib import _validate, repro
 from revlib.data.binding import binding_task
 from revlib.experiments import surface_names
 from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
@@ -44,7 +44,7 @@ class Config:
 
     @property
     def seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.n_seeds)]
+        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from revlib import _validate, probes
+from revlib import _validate, probes, repro
 from revlib.data import noisy_recall as nr
 from revlib.models.transformer import Internals, Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
@@ -81,7 +81,7 @@ class Config:
 
     @property
     def seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.n_seeds)]
+        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate
+from revlib import _validate, repro
 from revlib.data.onelayer import ReversalTask, reversal_task, typed_reversal_task
 from revlib.models.reparam import EMBEDDINGS, OneLayer, Reparam, nll
 from revlib.theory import one_layer as theory
@@ -60,7 +60,7 @@ class Config:
 
     @property
     def seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.n_seeds)]
+        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass

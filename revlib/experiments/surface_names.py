@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate
+from revlib import _validate, repro
 from revlib.data.binding import SPLITS, BindingTask, binding_task
 from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
@@ -60,7 +60,7 @@ class Config:
 
     @property
     def seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.n_seeds)]
+        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass
