@@ -21,13 +21,22 @@ from revlib import _validate
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def setup(seed: int, threads: int = 1) -> torch.Generator:
+def setup(seed: int, threads: int | None = None) -> torch.Generator:
     """Seed python, numpy and torch; fix thread counts; turn on deterministic algorithms.
 
-    Returns a ``torch.Generator`` seeded with ``seed``, for code that wants an explicit
-    random stream rather than the global one. Call it once, at the top of a notebook.
+    ``threads`` defaults to the environment variable ``REVLIB_THREADS``, else 1. The test
+    suite sets it to 2 (with another CPU kernel path) to simulate a machine that did not
+    produce the stored outputs. Returns a ``torch.Generator`` seeded with ``seed``, for code
+    that wants an explicit random stream rather than the global one. Call it once, at the
+    top of a notebook.
     """
     _validate.integer("seed", seed, 0, 2**32 - 1)
+    if threads is None:
+        raw = os.environ.get("REVLIB_THREADS", "1")
+        try:
+            threads = int(raw)
+        except ValueError:
+            raise ValueError(f"REVLIB_THREADS must be an integer in [1, 256], got {raw!r}") from None
     _validate.integer("threads", threads, 1, 256)
     for var in _THREAD_VARS:
         os.environ[var] = str(threads)

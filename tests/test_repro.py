@@ -30,3 +30,15 @@ def test_environment_report_names_versions():
 
 def test_seed_list():
     assert repro.seed_list(7, 3) == [7, 8, 9]
+
+
+def test_thread_count_comes_from_revlib_threads(monkeypatch):
+    monkeypatch.setenv("REVLIB_THREADS", "2")
+    repro.setup(0)
+    assert torch.get_num_threads() == 2
+    monkeypatch.setenv("REVLIB_THREADS", "two")
+    with pytest.raises(ValueError, match="REVLIB_THREADS"):
+        repro.setup(0)
+    monkeypatch.delenv("REVLIB_THREADS")
+    repro.setup(0)
+    assert torch.get_num_threads() == 1

@@ -1,0 +1,62 @@
+"""pytest plugin: nbval compares printed numbers within the tolerance the notebook declares.
+
+Registered as a ``pytest11`` entry point, so any ``pytest --nbval`` run in an environment
+where revlib is installed uses it. nbval's own comparison stays in charge (missing outputs,
+images, HTML, error cells); before it runs, each text output of a re-executed cell that
+matches the stored one under :func:`revlib.report.compare` is replaced by the stored text,
+so only real differences reach nbval's report. A mismatch adds the reason (which number,
+by how much, against which tolerance) to nbval's failure message.
+"""
+
+from __future__ import annotations
+
+from revlib import report
+
+
+def _text_fields(output) -> list[tuple[str, dict, str]]:
+    """(comparison key, container, field) for each text in one output, keyed as nbval does."""
+    if output.get("output_type") == "stream":
+        return [(output.get("name", "stdout"), output, "text")]
+    data = output.get("data")
+    if not isinstance(data, dict):
+        return []
+    return [(k, data, k) for k in data if k.startswith("text/")]
+
+
+def _install() -> None:
+    from nbval import plugin
+
+    if getattr(plugin.IPyNbCell.compare_outputs, "_revlib", False):
+        return
+    original = plugin.IPyNbCell.compare_outputs
+
+    def compare_outputs(self, test, ref, skip_compare=None):
+        reasons = []
+        ref_by_key: dict[str, list] = {}
+        for out in ref:
+            for key, box, field in _text_fields(out):
+                ref_by_key.setdefault(key, []).append(box[field])
+        seen: dict[str, int] = {}
+        for out in test:
+            for key, box, field in _text_fields(out):
+                k = seen.get(key, 0)
+                seen[key] = k + 1
+                if k < len(ref_by_key.get(key, [])):
+                    stored = ref_by_key[key][k]
+                    problems = report.compare(self.sanitize(stored), self.sanitize(box[field]))
+                    if not problems:
+                        box[field] = stored
+                    else:
+                        reasons += [f"{key}: {p}" for p in problems]
+        ok = original(self, test, ref, skip_compare)
+        if not ok and reasons:
+            self.comparison_traceback.append("revlib tolerance check:\n  " + "\n  ".join(reasons))
+        return ok
+
+    compare_outputs._revlib = True
+    plugin.IPyNbCell.compare_outputs = compare_outputs
+
+
+def pytest_configure(config):
+    if getattr(config.option, "nbval", False) or getattr(config.option, "nbval_lax", False):
+        _install()
