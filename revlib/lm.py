@@ -514,6 +514,7 @@ def sweep(model, sets, config: Config, cache: PrefixCache | None = None) -> Swee
     values = {f"{s}/{m}": np.full(shape, np.nan) for s in base for m in base[s]}
     ranks = np.zeros(len(config.rank_fractions), dtype=int)
     for li, layer in enumerate(config.layers):
+        removed = None  # rank 0 of any MLP matrix zeroes the MLP's output: evaluate it once
         for mi, matrix in enumerate(config.matrices):
             w = mlp_weight(model, layer, matrix)
             svd = probes.thin_svd(w.detach())
@@ -521,9 +522,13 @@ def sweep(model, sets, config: Config, cache: PrefixCache | None = None) -> Swee
                 ranks[ri] = probes.rank_of_fraction(w, rho)
                 if ranks[ri] >= min(w.shape):
                     res = base  # full rank: the unmodified model
+                elif ranks[ri] == 0 and removed is not None:
+                    res = removed
                 else:
                     with truncated(model, layer, matrix, int(ranks[ri]), svd):
                         res = cache.evaluate(layer)
+                    if ranks[ri] == 0:
+                        removed = res
                 for s in res:
                     for m, v in res[s].items():
                         values[f"{s}/{m}"][mi, li, ri] = v

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
 import torch
 
 from revlib import _validate
@@ -74,3 +75,23 @@ def margin(logits: torch.Tensor, target: int) -> torch.Tensor:
     others = logits.clone()
     others[..., target] = float("-inf")
     return logits[..., target] - others.max(dim=-1).values
+
+
+def chance_mrr(n_candidates: int) -> float:
+    """Mean reciprocal rank of a uniform guess among ``n_candidates`` answers of the right
+    type, ``H_n / n``. Chance must be counted over the candidates a model could confuse the
+    answer with (e.g. the 240 tested entities), not over the whole vocabulary."""
+    if isinstance(n_candidates, bool) or not isinstance(n_candidates, (int, np.integer)) \
+            or n_candidates < 1:
+        raise ValueError(f"n_candidates must be an integer >= 1, got {n_candidates!r}")
+    return float(np.mean(1.0 / np.arange(1, n_candidates + 1)))
+
+
+def diagonal_reciprocal_rank(block: np.ndarray, rows) -> np.ndarray:
+    """Reciprocal rank of the diagonal entry ``block[r, r]`` within row ``r`` for each of
+    ``rows``; ``block [n, n]`` holds the logits of the ``n`` candidate answers (columns) after
+    each input (rows). Ties count against the answer."""
+    block = np.asarray(block)
+    rows = np.asarray(list(rows))
+    own = block[rows, rows]
+    return 1.0 / (block[rows] >= own[:, None]).sum(-1)

@@ -60,7 +60,7 @@ def approx(value, tol: float | str, digits: int | None = None) -> str:
             finite = np.abs(np.asarray(value, dtype=float))
             finite = finite[np.isfinite(finite)]
             t = t * (finite.max() if finite.size else 1.0) / 100
-        digits = _digits_for(t / 2)
+        digits = _digits_for(t / 10)  # one decimal finer than the tolerance
     if not isinstance(digits, int) or not 0 <= digits <= 12:
         raise ValueError(f"digits must be an integer in [0, 12], got {digits!r}")
 

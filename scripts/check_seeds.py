@@ -159,8 +159,17 @@ def report(results: list[dict], paths: list[Path]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+
+def nice_ceil(x: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is >= x."""
+    import math
+    if x <= 0:
+        return 0.0
+    e = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * 10.0**e >= x * (1 - 1e-9):
+            return m * 10.0**e
+    return 10.0 ** (e + 1)
 
 
 def spread(out_dir: str) -> None:
@@ -202,5 +211,11 @@ def spread(out_dir: str) -> None:
                     print(f"  c{idx}.{j}: {line[:110]}")
                     for kind, w in worst.items():
                         print(f"      {kind:5s} moves: {' '.join(f'{x:.3g}' for x in w)}")
+                    top = max(max(w) for w in worst.values())
+                    print(f"      suggested tolerance: {nice_ceil(top):g}")
                     if "shape" in tags:
                         print("      (the line's shape differs in some runs)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

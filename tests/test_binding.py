@@ -141,6 +141,9 @@ def test_jepa_config_errors():
         jepa.Config(memory=True, n_rec=2)
     assert jepa.Config(memory=True).model_config(10).concept_ln == "layernorm"
     assert jepa.Config().model_config(10).concept_ln == "rms"
+    for field, value in (("steps", 0), ("lr", -1.0), ("batch_size", 0)):
+        with pytest.raises(ValueError, match=field):
+            jepa.Config(**{field: value})
 
 
 def test_sweep_trains_shared_configs_once_and_writes_atomically(tmp_path, monkeypatch):
@@ -159,3 +162,13 @@ def test_sweep_trains_shared_configs_once_and_writes_atomically(tmp_path, monkey
     assert jepa.load_sweep(str(out)) == json.loads(json.dumps(rows))
     assert not (tmp_path / "sweep.json.tmp").exists()
     assert {"git", "run_time_s", "cpu_time_s", "config", "seeds"} <= set(rows[0])
+
+
+def test_test_first_tokens_counts_the_answer_type():
+    from revlib.data.binding import binding_task
+    one = binding_task(40, 24, 1, 0, [0, 1])
+    assert one.test_first_tokens().tolist() == [24, 24]
+    names = binding_task(40, 24, 1, 4, [0])
+    first = names.names[0, 40:, 0]
+    assert names.test_first_tokens().tolist() == [len(set(first.tolist()))]
+    assert names.test_first_tokens()[0] <= 64 // 4

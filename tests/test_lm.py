@@ -142,3 +142,15 @@ def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets):
     assert list(sw.ranks) == [576, 0]
     assert sw.delta("factual")[0, 0, 0] == 0.0
     assert sw.delta("factual")[0, 0, 1] != 0.0
+
+
+def test_rank_zero_of_either_mlp_matrix_removes_the_mlp_identically(model_and_sets):
+    """sweep() evaluates rank 0 once per layer: zeroing up_proj or down_proj must give the
+    same logits bit for bit (both make the MLP output exactly zero)."""
+    model, _, sets = model_and_sets
+    cache = lm.PrefixCache(model, sets)
+    out = {}
+    for matrix in ("up_proj", "down_proj"):
+        with lm.truncated(model, 27, matrix, 0):
+            out[matrix] = cache.logits_from(27, 1)
+    assert torch.equal(out["up_proj"], out["down_proj"])

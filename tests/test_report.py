@@ -14,7 +14,7 @@ from revlib import report
 
 
 def test_approx_formats_scalars_arrays_and_relative_tolerances():
-    assert report.approx(0.4312, 0.05) == "0.43 ±0.05"
+    assert report.approx(0.4312, 0.05) == "0.431 ±0.05"  # one decimal finer than the tolerance
     assert report.approx([8.21, 9.13], 1.5) == "[8.2 9.1] ±1.5"
     assert report.approx([[1, 2], [3, 4]], 0.5, digits=0) == "[[1 2] [3 4]] ±0.5"
     assert report.approx(12.34, "10%") == "12.3 ±10%"
@@ -107,3 +107,14 @@ def test_notebooks_keep_most_outputs_compared():
                 ignored += 1
     assert total > 50
     assert ignored <= 0.10 * total, f"{ignored} of {total} code cells have ignored outputs"
+
+
+def test_chance_mrr_and_diagonal_ranks():
+    from revlib import probes
+    assert probes.chance_mrr(1) == 1.0
+    assert abs(probes.chance_mrr(4) - (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4) < 1e-12
+    with pytest.raises(ValueError, match="n_candidates"):
+        probes.chance_mrr(0)
+    block = [[3.0, 1.0, 0.0], [2.0, 1.0, 0.0], [1.0, 1.0, 1.0]]
+    # row 0: own entry largest; row 1: second; row 2: tied with two others, ties count against it
+    assert list(probes.diagonal_reciprocal_rank(block, [0, 1, 2])) == [1.0, 0.5, 1 / 3]

@@ -50,6 +50,7 @@ import numpy as np
 from revlib import plot
 from revlib.data import noisy_recall as nr
 from revlib.experiments import allocation as al
+from revlib.report import approx
 
 plot.set_theme()
 NAMES = {(2, 4): "2 layers, MLP 4d", (3, 2): "3 layers, MLP 2d", (4, 1): "4 layers, MLP d",
@@ -77,9 +78,12 @@ assert np.all(live.n_params == 24 * D**2)
 # $3\cdot10^{-3}$, batch 32).
 
 # %%
-print(f"after {LIVE_STEPS} steps, seed {SEED}:   bigram excess   recall excess")
+# Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
+TOL_BIGRAM, TOL_RECALL = 0.02, 0.5
+print(f"after {LIVE_STEPS} steps: bigram excess, recall excess (nats)")
 for a, h in zip(live.config.allocations, live.histories):
-    print(f"{NAMES[a]:28s} {h.final('bigram_excess')[0]:12.3f}   {h.final('recall_excess')[0]:12.3f}")
+    print(f"{NAMES[a]:18s} {approx(h.final('bigram_excess')[0], TOL_BIGRAM)}, "
+          f"{approx(h.final('recall_excess')[0], TOL_RECALL)}")
 live_bigram = live.final("bigram_excess")[:, 0]
 assert np.all(live_bigram < 0.2), live_bigram
 
@@ -94,8 +98,9 @@ raw = json.loads(Path(SWEEP).read_text())
 sweep = al.load(SWEEP)
 print(f"sweep: seeds {sweep.config.seeds}, {sweep.config.steps} steps, git {raw['git'][:10]}, "
       f"{raw['cpu_seconds']:.0f} CPU seconds")
-assert sweep.config.d == D and sweep.config.seq_len == SEQ_LEN
-assert np.all(sweep.n_params == 24 * D**2)
+if (sweep.config.d, sweep.config.seq_len) != (D, SEQ_LEN):
+    raise ValueError(f"the stored sweep has d = {sweep.config.d}, T = {sweep.config.seq_len}; "
+                     f"regenerate it for D = {D}, SEQ_LEN = {SEQ_LEN} (see revlib.experiments.allocation)")
 big, rec = sweep.final("bigram_excess"), sweep.final("recall_excess")  # [A, S]
 print("allocation          bigram excess: median (min-max)   recall excess: median (min-max)")
 for a, b, r in zip(sweep.config.allocations, big, rec):

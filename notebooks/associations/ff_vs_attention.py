@@ -43,6 +43,7 @@ import numpy as np
 
 from revlib import plot
 from revlib.experiments import ff_vs_attention as fa
+from revlib.report import approx
 
 plot.set_theme()
 base = dict(d=D, seq_len=SEQ_LEN, alpha=ALPHA, seed=SEED, steps=STEPS, batch_size=BATCH, lr=LR)
@@ -50,8 +51,16 @@ main = fa.run(fa.Config(n_seeds=N_SEEDS, **base))
 print(f"seeds {main.config.seeds}, trainable parameters per model: {main.n_params}")
 
 
-def show(name, values):
-    print(f"{name:34s}" + "  ".join(f"{v:6.3f}" for v in np.atleast_1d(values)))
+# Printed numbers carry the tolerance within which they reproduce (revlib.report): the
+# largest move seen across seeds and another CPU kernel path (scripts/check-seeds).
+TOL_P = 0.2        # probabilities and accuracies on clean test data
+TOL_RANK = 0.3     # the same under partial-rank truncation, which spreads them further
+TOL_ATT = 0.05     # attention mass
+TOL_MARGIN = 2.0   # FF2 logit margin
+
+
+def show(name, values, tol=TOL_P):
+    print(f"{name:34s} {approx(values, tol)}")
 
 
 # %% [markdown]
@@ -70,8 +79,10 @@ show("FF2 removed      p(tau)", f("p_tau_noff2"))
 show("FF2 removed      p(ybar)", f("p_ybar_noff2"))
 show("FF2 removed      accuracy", f("acc_noff2"))
 show("noisy data, full p(tau)", f("train_p_tau"))
-assert np.all(np.abs(f("p_tau") - ALPHA) < 0.15), f("p_tau")
-assert np.all(f("p_tau_noff2") < 0.1), f("p_tau_noff2")
+# "about alpha": within alpha / 2 for every seed
+assert np.all(np.abs(f("p_tau") - ALPHA) < ALPHA / 2), f("p_tau")
+# FF2 carries the noise: without it, p(tau) keeps less than a fifth of the full model's
+assert np.all(f("p_tau_noff2") < 0.2 * f("p_tau")), f("p_tau_noff2")
 assert np.all(f("acc_noff2") > 0.9), f("acc_noff2")
 assert np.all(f("acc_noff2") > f("acc") + 0.2) and np.all(f("p_ybar_noff2") > f("p_ybar"))
 
@@ -84,9 +95,9 @@ assert np.all(f("acc_noff2") > f("acc") + 0.2) and np.all(f("p_ybar_noff2") > f(
 # minus the largest other logit (the original code's `mlp2_trigger_margin`).
 
 # %%
-show("layer-2 attention on ybar positions", f("att_ybar"))
-show("layer-2 attention on tau positions", f("att_tau"))
-show("FF2 margin of tau for the trigger", f("ff2_margin"))
+show("layer-2 attention on ybar positions", f("att_ybar"), TOL_ATT)
+show("layer-2 attention on tau positions", f("att_tau"), TOL_ATT)
+show("FF2 margin of tau for the trigger", f("ff2_margin"), TOL_MARGIN)
 assert np.all(f("att_ybar") > 0.6) and np.all(f("att_ybar") > 3 * f("att_tau"))
 assert np.all(f("ff2_margin") > 0), f("ff2_margin")
 
@@ -120,16 +131,14 @@ plt.show()
 # the trained model. We report every rank as measured.
 
 # %%
-print(" rank   p(tau) per seed      p(ybar) per seed     accuracy per seed")
+print("rank: p(tau) per seed | p(ybar) per seed | accuracy per seed")
 for i, r in enumerate(main.ranks):
-    print(f"{r:5d}  " + "  ".join(f"{v:.3f}" for v in main.sweep["p_tau"][i]) + "        "
-          + "  ".join(f"{v:.3f}" for v in main.sweep["p_ybar"][i]) + "        "
-          + "  ".join(f"{v:.3f}" for v in main.sweep["acc"][i]))
+    print(f"{r:4d}: " + " | ".join(approx(main.sweep[k][i], TOL_RANK) for k in ("p_tau", "p_ybar", "acc")))
 sw = main.sweep
-assert np.all(sw["p_tau"][0] < 0.1)                       # rank 0: the layer removed
-np.testing.assert_allclose(sw["p_tau"][-1], f("p_tau"), atol=1e-6)  # full rank: unchanged
-# partial ranks do not clean the prediction in this toy: p(tau) stays at least alpha - 0.15
-assert np.all(sw["p_tau"][1:-1] > ALPHA - 0.15), sw["p_tau"]
+assert np.all(sw["p_tau"][0] < 0.2 * sw["p_tau"][-1])     # rank 0: the layer removed
+# partial ranks do not clean the prediction in this toy: each keeps at least the full
+# model's p(tau) (up to 0.02)
+assert np.all(sw["p_tau"][1:-1] > sw["p_tau"][-1] - 0.02), sw["p_tau"]
 
 # %% mystnb={"figure": {"caption": "Rank sweep of FF2's second matrix (d = 64: full rank 64; 2 seeds, line: median, band: min-max), clean test data. Only rank 0 (removing FF2) removes the noise; keeping a few top singular directions raises p(tau) above the full model's. The paper truncates at rank fractions 0, 0.1 and 0.2 of d = 256; its values are not known to us.", "name": "fig-ffattn-rank"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -149,20 +158,21 @@ plt.show()
 # The same training without a first-layer FF (FF2 is then the only FF), and with FF2 a single
 # linear map $W_F$ (the associative memory of the theory). One seed each. Both learn the
 # recall more slowly than the model with two MLPs, so at 1000 steps we require less of them:
-# FF2-removed accuracy above 0.6 (the notebook prints what they reach; across the seeds we
-# tried it ranged from 0.75 to 0.92).
+# FF2-removed accuracy above 0.6 (the notebook prints what they reach; `scripts/check-seeds`
+# re-runs it with other seeds).
 
 # %%
 variants = {"no FF1": ("none", "mlp"), "linear FF2": ("mlp", "linear")}
 var = {name: fa.run(fa.Config(n_seeds=1, ff=ff, **base)) for name, ff in variants.items()}
-print("variant       p(tau)  p(tau) no FF2  acc no FF2  att ybar  att tau  FF2 margin")
-for name, r in [(f"full, seed {SEED}", None)] + list(var.items()):
+for name, r in [("full, first seed", None)] + list(var.items()):
     g = (lambda k: main.final(k)[0]) if r is None else (lambda k, r=r: r.final(k)[0])
-    print(f"{name:13s} {g('p_tau'):6.3f}  {g('p_tau_noff2'):13.3f}  {g('acc_noff2'):10.3f}"
-          f"  {g('att_ybar'):8.3f}  {g('att_tau'):7.3f}  {g('ff2_margin'):10.3f}")
+    print(f"{name}: p(tau) {approx(g('p_tau'), TOL_P)}, without FF2 {approx(g('p_tau_noff2'), TOL_P)} "
+          f"(accuracy {approx(g('acc_noff2'), TOL_P)}); layer-2 attention on ybar "
+          f"{approx(g('att_ybar'), TOL_ATT)}, on tau {approx(g('att_tau'), TOL_ATT)}; "
+          f"FF2 margin {approx(g('ff2_margin'), TOL_MARGIN)}")
 for name, r in var.items():
-    assert abs(r.final("p_tau")[0] - ALPHA) < 0.15, name
-    assert r.final("p_tau_noff2")[0] < 0.1 and r.final("acc_noff2")[0] > 0.6, name
+    assert abs(r.final("p_tau")[0] - ALPHA) < ALPHA / 2, name
+    assert r.final("p_tau_noff2")[0] < 0.2 * r.final("p_tau")[0] and r.final("acc_noff2")[0] > 0.6, name
     assert r.final("att_ybar")[0] > 3 * r.final("att_tau")[0], name
 
 # %% mystnb={"figure": {"caption": "The variants over training (d = 64, T = 64, batch 32, alpha = 0.5, one seed each): p(tau) of the full model (solid) and with FF2 removed (dashed), and the accuracy with FF2 removed (dotted). The paper's code has both switches (first_ffn, linear_final_ffn); its curves for them are not known to us.", "name": "fig-ffattn-variants"}}
@@ -183,7 +193,7 @@ plt.show()
 # ## Summary
 #
 # At this CPU scale the separation of the paper holds on every seed: the full model predicts
-# $\tau$ with probability close to $\alpha$, removing FF2 drops it below 0.1 and lets the
+# $\tau$ with probability within $\alpha/2$ of $\alpha$, removing FF2 cuts it by at least five times and lets the
 # attention's recall of $\bar y$ through, layer-2 attention attends to $\bar y$ and avoids
 # $\tau$, and FF2 alone maps the trigger to $\tau$. Keeping a few top singular directions of
 # FF2 does the opposite of cleaning: the noise association lives in those directions.

@@ -41,6 +41,7 @@ import numpy as np
 
 from revlib import plot
 from revlib.experiments import arithmetic
+from revlib.report import approx
 
 plot.set_theme()
 chance = 1 / MODULUS
@@ -51,18 +52,23 @@ runs = {"standard": arithmetic.run(arithmetic.Config(model="standard", lr=3e-3, 
 task = runs["standard"].task
 print(f"trained facts per seed: {task.train.shape[1]}, probed variables: {task.probes.shape[1]}, "
       f"needing a reverse step: {task.reverse.float().mean(-1).numpy().round(3)}")
+# Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
+TOL_TRAIN, TOL_PROBE, TOL_DEPTH = 0.5, 0.2, 0.5
 print(f"chance: {chance:.3f}")
 
 # %% [markdown]
-# ## 1. Both models fit the trained facts
+# ## 1. The trained facts
 #
 # Teacher-forced accuracy on the trained facts (attribute facts, core sums, chain facts),
-# answer ranked among all value and entity tokens.
+# answer ranked among all value and entity tokens. The standard model fits them on every seed;
+# JEPA fits them on most seeds within 800 steps but not on all, so for JEPA we assert only that
+# it has learnt most of them.
 
 # %%
 for name, r in runs.items():
-    print(f"{name:8s} train accuracy {np.round(r.final('train_acc'), 3)}")
-    assert np.all(r.final("train_acc") > 0.9)
+    print(f"{name} train accuracy {approx(r.final('train_acc'), TOL_TRAIN)}")
+assert np.all(runs["standard"].final("train_acc") > 0.9)
+assert np.all(runs["JEPA"].final("train_acc") > 0.5)
 
 # %% [markdown]
 # ## 2. Values of never-trained variables
@@ -72,11 +78,12 @@ for name, r in runs.items():
 
 # %%
 for name, r in runs.items():
-    print(f"{name:8s} all {np.round(r.final('probe_acc'), 3)}, forward only "
-          f"{np.round(r.final('forward_acc'), 3)}, needs reverse {np.round(r.final('reverse_acc'), 3)}")
+    print(f"{name} all {approx(r.final('probe_acc'), TOL_PROBE)}, forward only "
+          f"{approx(r.final('forward_acc'), TOL_PROBE)}, needs reverse "
+          f"{approx(r.final('reverse_acc'), TOL_PROBE)}")
     for rev in (False, True):
-        print(f"  {'needs reverse' if rev else 'forward only '} by chain size 1..{CHAIN_LEN}: "
-              f"{np.round(r.by_depth(rev), 2).tolist()}")
+        print(f"  {'needs reverse' if rev else 'forward only'} by chain size 1..{CHAIN_LEN}: "
+              f"{approx(r.by_depth(rev), TOL_DEPTH, digits=2)}")
 # the standard model is far from solving the variables that need a reverse step (it is not at
 # chance either: 0.1-0.2 on the seeds we tried, so the threshold is loose)
 assert np.all(runs["standard"].final("reverse_acc") < 0.4)

@@ -41,13 +41,18 @@ repro.setup(SEED)
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import plot
+from revlib import plot, probes
 from revlib.experiments import jepa
+from revlib.report import approx
 
 plot.set_theme()
 E = N_A + N_B
-chance_acc = 1 / E                               # rank 1 among all E entity concepts
-chance_mrr = np.mean(1 / np.arange(1, E + 1))    # mean 1/rank for a uniform rank
+# A held-out answer is one of the N_B tested entities: chance is a uniform guess among them,
+# not among all E concepts the prediction is ranked against.
+chance_acc = 1 / N_B
+chance_mrr = probes.chance_mrr(N_B)
+# Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
+TOL = {"train": 0.1, "atomic": 0.1, "test": 0.03}
 common = dict(n_a=N_A, n_b=N_B, n_rel=N_REL, multiplicity=MULTIPLICITY, steps=STEPS,
               seed=SEED, n_seeds=2, n_eval=400, eval_points=6)
 
@@ -55,23 +60,26 @@ common = dict(n_a=N_A, n_b=N_B, n_rel=N_REL, multiplicity=MULTIPLICITY, steps=ST
 def report(label, r):
     print(f"{label}:")
     for split in ("train", "atomic", "test"):
-        print(f"  {split:6s} accuracy {np.round(r.final(split + '_acc'), 3)}, "
-              f"MRR {np.round(r.final(split + '_mrr'), 3)}")
+        print(f"  {split}: accuracy {approx(r.final(split + '_acc'), TOL[split])}, "
+              f"MRR {approx(r.final(split + '_mrr'), TOL[split])}")
 
 
 # %% [markdown]
 # ## 1. JEPA #Rec 1 / #Sem 1 predicts held-out reverse facts above chance
 #
 # Every prediction is ranked against the concept vectors of **all** $E$ entities (the paper's
-# `--eval_full_negatives`), not in-batch. Accuracy is rank 1; chance is $1/E$.
+# `--eval_full_negatives`), not in-batch. Accuracy is rank 1. Chance is that of a uniform
+# guess among the $n_B$ tested entities, the type every held-out answer has: $1/n_B$.
 
 # %%
 base = jepa.run(jepa.Config(**common))
 report("JEPA 1/1", base)
-print(f"chance: accuracy {chance_acc:.4f}, MRR {chance_mrr:.3f}")
+print(f"chance among the {N_B} tested entities: accuracy {chance_acc:.4f}, MRR {chance_mrr:.4f}")
 assert np.all(base.final("atomic_acc") > 0.3)             # the one-direction facts are learnt
-assert np.all(base.final("test_acc") > 5 * chance_acc)    # reverse facts well above chance
-assert np.all(base.final("test_mrr") > 4 * chance_mrr)
+# reverse facts above chance among the tested entities, on every seed (a model that knows
+# only the answer's type sits at 1x; a learnt reversal would be near 1)
+assert np.all(base.final("test_acc") > 2 * chance_acc), base.final("test_acc")
+assert np.all(base.final("test_mrr") > 3 * chance_mrr), base.final("test_mrr")
 
 # %% [markdown]
 # ## 2. The memory layer fits every training fact
@@ -83,9 +91,9 @@ assert np.all(base.final("test_mrr") > 4 * chance_mrr)
 memory = jepa.run(jepa.Config(memory=True, **common))
 report("JEPA with memory layer", memory)
 assert np.all(memory.final("train_acc") > 0.9) and np.all(memory.final("atomic_acc") > 0.9)
-assert np.all(memory.final("test_acc") > 3 * chance_acc)
+assert np.all(memory.final("test_mrr") > 2 * chance_mrr), memory.final("test_mrr")
 
-# %% mystnb={"figure": {"caption": "JEPA (#Rec 1 / #Sem 1, d = 64) and JEPA with a top-1 memory layer as recognition module on two-token names (multiplicity 10; 640 entities, 3 relation pairs, 1,000 AdamW steps at lr 1e-3, batch 128, 2 seeds: median and band). Left: accuracy on trained (train, atomic) facts. Right: held-out reverse accuracy, ranked against all 640 entity concepts; dotted: chance 1/640. The paper trains 80,000 entities at d = 768 for up to 3M steps.", "name": "fig-jepa-live"}}
+# %% mystnb={"figure": {"caption": "JEPA (#Rec 1 / #Sem 1, d = 64) and JEPA with a top-1 memory layer as recognition module on two-token names (multiplicity 10; 640 entities, 3 relation pairs, 1,000 AdamW steps at lr 1e-3, batch 128, 2 seeds: median and band). Left: accuracy on trained (train, atomic) facts. Right: held-out reverse accuracy, ranked against all 640 entity concepts; dotted: chance 1/240 (a guess among the 240 tested entities). The paper trains 80,000 entities at d = 768 for up to 3M steps.", "name": "fig-jepa-live"}}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
 for tag, r in (("JEPA 1/1", base), ("memory", memory)):
     steps = r.history.steps

@@ -65,6 +65,16 @@ class BindingTask:
     def vocab_size(self) -> int:
         return self.n_name_tokens + 1 + 2 * self.n_rel
 
+    def test_first_tokens(self) -> torch.Tensor:
+        """``[S]``: how many distinct tokens begin the names of the tested entities ``E_B``.
+
+        A held-out (``test``) answer is an entity of ``E_B``, so a model that knows the answer's
+        type but not the fact picks its first token among these: they, not the whole name
+        vocabulary, set the chance level of a rank-based metric (``n_b`` for one token per
+        entity; about ``(n_a + n_b) / multiplicity`` first names for two-token names)."""
+        return torch.tensor([len(torch.unique(self.names[s, self.n_a:, 0]))
+                             for s in range(self.names.shape[0])])
+
     def sequences(self, split: str) -> torch.Tensor:
         """``[S, N, 2L + 2]``: ``name(h) r <mask> name(t)`` for every fact of ``split``."""
         f = self.facts[split]

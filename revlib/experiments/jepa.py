@@ -57,12 +57,12 @@ class Config:
         if self.concept_ln not in ("auto", "rms", "layernorm"):
             raise ValueError(f"concept_ln must be 'auto', 'rms' or 'layernorm', got {self.concept_ln!r}")
         self.model_config(10)
+        self.train_config()  # validates the optimiser fields
 
     def model_config(self, vocab_size: int) -> JEPAConfig:
         ln = self.concept_ln if self.concept_ln != "auto" else ("layernorm" if self.memory else "rms")
         return JEPAConfig(vocab_size=vocab_size, n_rec=self.n_rec, n_sem=self.n_sem, d_model=self.d_model,
                           n_head=self.n_head, memory=self.memory, concept_ln=ln)
-        self.train_config()
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate, probes, repro
 from revlib.data import sequences
 from revlib.models.transformer import POSITIONS, Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
@@ -119,6 +119,10 @@ class Result:
     (pairs trained both ways), ``val_seen`` (the trained direction of the other pairs) and
     ``val_unseen`` (their held-out direction). ``embedding_cos``: ``[S, K, K]`` cosine
     similarity of the learned embeddings of the ``K`` entity tokens the data uses, A's then B's.
+    ``heldout_mrr``: ``[S]`` mean reciprocal rank of the held-out answer's first token among
+    the distinct first tokens of every entity of its type (all A's when the answer is an A,
+    all B's when it is a B), read after the relation token; ``chance_mrr``: ``[S]`` the same
+    for a uniform guess among those candidates.
     """
 
     config: Config
@@ -126,6 +130,8 @@ class Result:
     n_params: int
     heatmaps: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     embedding_cos: np.ndarray | None = None
+    heldout_mrr: np.ndarray | None = None
+    chance_mrr: np.ndarray | None = None
 
     @property
     def log_vocab(self) -> float:
@@ -172,6 +178,7 @@ def run(config: Config) -> Result:
     if config.task == "reversal":
         with torch.no_grad():
             result.heatmaps = _heatmaps(model, data)
+            result.heldout_mrr, result.chance_mrr = _heldout_mrr(model, data)
             ids = torch.cat([data.a.flatten(1), data.b.flatten(1)], dim=1)  # [S, K] (may repeat)
             result.embedding_cos = _cosine(model.wte.detach()[torch.arange(S)[:, None], ids]).numpy()
     return result
@@ -205,6 +212,27 @@ def _heatmaps(model: Transformer, data: sequences.ReversalSequences) -> dict:
             logits = model(prefix)[:, :, -1]  # [S, n, V] after the last prefix token
             out[readout][name] = logits.gather(2, y0[:, None, :].expand(-1, y0.shape[1], -1)).numpy()
     return out
+
+
+def _heldout_mrr(model: Transformer, data: sequences.ReversalSequences) -> tuple[np.ndarray, np.ndarray]:
+    """Rank of each held-out answer among the answers of its own type; see ``Result``."""
+    S, one = data.n_seeds, ~data.both
+    n = int(one[0].sum())
+    fwd = data.heldout_forward[one].view(S, n)                       # [S, n]
+    a, b = data.a[one].view(S, n, -1), data.b[one].view(S, n, -1)
+    src = torch.where(fwd[..., None], a, b)
+    answer = torch.where(fwd, b[..., 0], a[..., 0])                  # [S, n]
+    rel = torch.where(fwd, sequences.FORWARD, sequences.BACKWARD)
+    logits = model(torch.cat([src, rel[..., None]], dim=-1))[:, :, -1]  # [S, n, V]
+    own = logits.gather(2, answer[..., None])                        # [S, n, 1]
+    mrr, chance = [], []
+    for s in range(S):  # distinct first tokens: two-token entities may share one
+        cands = {True: data.b[s, :, 0].unique(), False: data.a[s, :, 0].unique()}
+        rows = [(logits[s, i, cands[bool(fwd[s, i])]], len(cands[bool(fwd[s, i])])) for i in range(n)]
+        # ties count against the answer
+        mrr.append(np.mean([1.0 / (row >= own[s, i]).sum().item() for i, (row, _) in enumerate(rows)]))
+        chance.append(np.mean([probes.chance_mrr(k) for _, k in rows]))
+    return np.array(mrr), np.array(chance)
 
 
 def _cosine(vectors: torch.Tensor) -> torch.Tensor:
