@@ -119,14 +119,16 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
     """Optimise ``params`` for ``cfg.steps`` steps and record ``evals`` along the way.
 
     ``loss_fn(idx)`` returns the per-seed training loss ``[S]``; ``idx`` is ``None`` for a
-    full batch, else the per-seed example indices ``[S, batch_size]``. Each eval returns a
-    tensor ``[S]`` and runs under ``torch.no_grad()``.
+    full batch, else the per-seed example indices ``[S, batch_size]``, on the device of
+    ``params`` (drawn on the CPU, so a seed sees the same minibatches on every device). Each
+    eval returns a tensor ``[S]`` and runs under ``torch.no_grad()``.
     """
     if isinstance(params, torch.nn.Module):
         params = [p for p in params.parameters() if p.requires_grad]
     if cfg.optimizer != "gd":
         _validate.integer("n_train", n_train, cfg.batch_size, None)
     _validate.integer("n_seeds", n_seeds, 1, None)
+    device = params[0].device if params else torch.device("cpu")
     opt = _optimizer(params, cfg)
     batch_seeds = list(range(n_seeds)) if batch_seeds is None else list(batch_seeds)
     if len(batch_seeds) != n_seeds:
@@ -148,7 +150,7 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
             next_eval += 1
         if step == cfg.steps:
             break
-        idx = None if batches is None else next(batches)
+        idx = None if batches is None else next(batches).to(device)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(idx)
         if loss.shape != (n_seeds,):
