@@ -30,6 +30,7 @@ OTHER_MACHINE = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "S
 
 
 def _run_one(job: dict) -> dict:
+    import nbformat
     from nbclient import NotebookClient
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
@@ -37,14 +38,16 @@ def _run_one(job: dict) -> dict:
     path = Path(job["notebook"])
     nb = load_notebook_node(str(path))  # papermill's reader adds the metadata it relies on
     nb = parameterize_notebook(nb, {"SEED": job["seed"]}) if job["seed"] is not None else nb
-    env = dict(os.environ)
-    env.update(job["env"])
     old = dict(os.environ)
     os.environ.update(job["env"])  # the kernel inherits the environment of this process
     start = time.time()
     try:
         NotebookClient(nb, timeout=1800, allow_errors=True, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute()
+    except Exception as exc:  # a dead kernel or a timeout: record it, keep the other runs
+        nb.cells.append(nbformat.v4.new_code_cell("assert 'the run finished'", outputs=[
+            nbformat.v4.new_output("error", ename=type(exc).__name__, evalue=str(exc)[:200],
+                                   traceback=[])]))
     finally:
         os.environ.clear()
         os.environ.update(old)
@@ -97,6 +100,8 @@ def main() -> int:
         jobs += [{"notebook": str(p), "seed": None, "env": OTHER_MACHINE} for p in paths]
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
+    # other seeds' figures must not overwrite the book's
+    os.environ.setdefault("REVLIB_FIGURES_DIR", tempfile.mkdtemp(prefix="check-seeds-figs-"))
     results = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for res in pool.map(_run_one, jobs):
