@@ -120,7 +120,8 @@ mrr = {split: np.array([probes.diagonal_reciprocal_rank(tf.blocks["C|A"][s], row
        for split, rows in (("train", train_rows), ("held", held_rows))}
 chance = probes.chance_mrr(n)
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
-TOL_NLL_TRAIN, TOL_NLL_HELD, TOL_P, TOL_MRR = 0.01, 10.0, 0.01, 0.1
+# (the held-out p(C_i | A_i ~>) of one seed moved from 0.019 to 0.002 on the simulated machine)
+TOL_NLL_TRAIN, TOL_NLL_HELD, TOL_P, TOL_MRR = 0.05, 10.0, 0.05, 0.1
 print(f"final training NLL (worst seed): {approx(th['nll_train'][-1].max(), TOL_NLL_TRAIN)}")
 print(f"held-out A ~> C NLL per seed: {approx(nll_held, TOL_NLL_HELD)}; log|V| = {log_V:.2f}")
 print(f"held-out p(C_i | A_i ~>), mean over triples: {approx(th['p_AC_heldout'][-1], TOL_P)}")

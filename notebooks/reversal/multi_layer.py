@@ -126,7 +126,7 @@ for label, res, readout in [("tied, after relation", main, "relation"),
 n_val = main.heatmaps["relation"]["val_unseen"].shape[1]
 print(f"untied: final training NLL max {approx(untied.train_nll[-1].max(), TOL_TRAIN)}, "
       f"held-out NLL min {approx(untied.val_nll[-1].min(), TOL_HELD)}, held-out MRR among its type "
-      f"{approx(untied.heldout_mrr, TOL_MRR)}; panel size {n_val}, chance {1 / n_val:.2f}")
+      f"{approx(untied.heldout_mrr, TOL_MRR)}; panel size {n_val}: a row maximum on the diagonal by chance in {1 / n_val:.2f} of rows")
 for label in ["tied, after relation", "untied, after relation"]:
     for p in PANELS[:3]:
         assert np.all(stats[label, p][1] >= 0.9), (label, p)
