@@ -79,11 +79,18 @@ def main() -> int:
                     help="also run the stored seed under the simulated other machine")
     ap.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
     ap.add_argument("--out", default="_build/check-seeds", help="folder for per-run JSON")
+    ap.add_argument("--report", action="store_true",
+                    help="run nothing; print the tables for the runs already in --out")
     ap.add_argument("--spread", action="store_true",
                     help="run nothing; print how far each stored number moved in --out's runs")
     args = ap.parse_args()
     if args.spread:
         spread(args.out)
+        return 0
+    if args.report:
+        results = [json.loads(p.read_text()) for p in sorted((ROOT / args.out).glob("*.json"))]
+        names = sorted({r["notebook"] for r in results})
+        print(report(results, [ROOT / n for n in names]))
         return 0
     if args.seeds < 0:
         ap.error("--seeds must be >= 0")
