@@ -133,7 +133,7 @@ def report(results: list[dict], paths: list[Path]) -> str:
 
     lines = []
     runs = sorted({("other" if r["env"] else f"seed {r['seed']}") for r in results})
-    lines.append("| notebook | cell | " + " | ".join(runs) + " |")
+    lines.append("| notebook | code cell (first line) | " + " | ".join(runs) + " |")
     lines.append("|---|---|" + "---|" * len(runs))
     by = {(r["notebook"], "other" if r["env"] else f"seed {r['seed']}"): r for r in results}
     for p in paths:
@@ -149,9 +149,11 @@ def report(results: list[dict], paths: list[Path]) -> str:
                 r = by.get((nbname, run))
                 c = next((c for c in r["cells"] if c["index"] == cell["index"]), None) if r else None
                 row.append("-" if c is None else ("held" if not c["error"] else "FAILED"))
-            lines.append(f"| {Path(nbname).stem} | {cell['index']} | " + " | ".join(row) + " |")
+            first_line = cell["first_line"].replace("|", "\\|")
+            lines.append(f"| {Path(nbname).stem} | {cell['index']} (`{first_line}`) | "
+                         + " | ".join(row) + " |")
     lines.append("")
-    lines.append("Largest relative drift of printed numbers from the stored output, per cell:")
+    lines.append("How far the printed numbers moved from the stored output, per cell:")
     import nbformat
     for p in paths:
         stored = [c for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"]
@@ -169,7 +171,6 @@ def report(results: list[dict], paths: list[Path]) -> str:
                 if d:
                     lines.append(f"  {Path(nbname).stem} cell {c['index']} ({tag}): {d}")
     return "\n".join(lines)
-
 
 
 def nice_ceil(x: float) -> float:
