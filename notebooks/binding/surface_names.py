@@ -61,7 +61,7 @@ chance_acc = 1 / N_B
 chance_mrr = {m: np.array([probes.chance_mrr(int(n)) for n in r.task.test_first_tokens()])
               for m, r in runs.items()}
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
-TOL = {"train": 0.05, "atomic": 0.1, "test": 0.02}
+TOL = {"train": 0.05, "atomic": 0.1, "test": 0.05}
 for m, r in runs.items():
     label = "one token per entity" if m == 0 else f"two-token names, m = {m}"
     print(f"{label}:")

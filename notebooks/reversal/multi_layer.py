@@ -52,7 +52,7 @@ from revlib.report import approx
 
 # Tolerances of the printed numbers: the largest move across seeds and CPU kernel paths
 # (scripts/check-seeds). Held-out NLLs move by several nats between seeds.
-TOL_TRAIN, TOL_HELD, TOL_MRR, TOL_STAT = 0.01, 5.0, 0.1, 2.0
+TOL_TRAIN, TOL_HELD, TOL_MRR, TOL_STAT = 0.01, 10.0, 0.1, 2.0
 
 plot.set_theme()
 base = ml.Config(vocab=VOCAB, seed=SEED, n_seeds=N_SEEDS, steps=STEPS)
