@@ -81,9 +81,9 @@ def chance_mrr(n_candidates: int) -> float:
     """Mean reciprocal rank of a uniform guess among ``n_candidates`` answers of the right
     type, ``H_n / n``. Chance must be counted over the candidates a model could confuse the
     answer with (e.g. the 240 tested entities), not over the whole vocabulary."""
-    if isinstance(n_candidates, bool) or not isinstance(n_candidates, (int, np.integer)) \
-            or n_candidates < 1:
-        raise ValueError(f"n_candidates must be an integer >= 1, got {n_candidates!r}")
+    if isinstance(n_candidates, np.integer):
+        n_candidates = int(n_candidates)
+    _validate.integer("n_candidates", n_candidates, 1, None)
     return float(np.mean(1.0 / np.arange(1, n_candidates + 1)))
 
 
