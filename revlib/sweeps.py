@@ -221,7 +221,7 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
     histories = _histories(result)
     metrics, curves = {}, {}
     for path, hist in histories.items():
-        prefix = "" if path in ("", "history") else re.sub(r"\.history$", "", path) + "."
+        prefix = _prefix(path)
         for key, values in hist.values.items():
             metrics[prefix + key] = _floats(np.asarray(values)[-1])
         curves[path] = {"steps": np.asarray(hist.steps).tolist(), "lr": float(hist.lr),
@@ -234,6 +234,11 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
             "metrics": metrics, "histories": curves, "revlib_version": __version__,
             "torch_version": torch.__version__, "git": git_hash, "git_dirty": dirty,
             "seconds": round(seconds, 3)}
+
+
+def _prefix(path: str) -> str:
+    """Metric-name prefix of the history at ``path``: none for the main one, else the path."""
+    return "" if path in ("", "history") else re.sub(r"\.history$", "", path) + "."
 
 
 def _histories(result, path: str = "", depth: int = 0) -> dict:
@@ -452,12 +457,16 @@ def _describe(fields: Mapping) -> str:
 
 # --------------------------------------------------------------------------- reading a sweep
 
-def load(directory: str | os.PathLike):
+def load(directory: str | os.PathLike, curves: bool = False):
     """One row per record file in ``directory`` (and per seed, for records of several seeds):
     ``experiment``, every config field, ``seed``, every final metric (``metric.<name>`` where
     the name is taken by a column before it), ``version``, ``git``, ``seconds``, ``device``
     and ``file``. List-valued config fields become tuples (hashable, so they can be grouped
-    by); ``null`` metrics (NaN or infinite when run) become NaN."""
+    by); ``null`` metrics (NaN or infinite when run) become NaN.
+
+    With ``curves``, each row also holds the seed's training curves: ``steps`` (``[E]`` of the
+    main history) and ``curve.<metric>`` (``[E]`` float arrays, NaN for ``null``), for every
+    metric named as in ``metrics``. ``np.stack(df["curve.test_mrr"])`` gives ``[rows, E]``."""
     import pandas as pd
 
     rows = []
@@ -478,6 +487,14 @@ def load(directory: str | os.PathLike):
                 col = f"metric.{key}" if key in row or key in meta else key
                 row[col] = np.nan if values[i] is None else values[i]
             row.update(meta)
+            if curves:
+                for hpath, hist in rec.get("histories", {}).items():
+                    prefix = _prefix(hpath)
+                    if not prefix:
+                        row["steps"] = np.asarray(hist["steps"])
+                    for key, per_seed in hist["curves"].items():
+                        row[f"curve.{prefix}{key}"] = np.array(
+                            [np.nan if v is None else v for v in per_seed[i]], dtype=float)
             rows.append(row)
     return pd.DataFrame(rows)
 

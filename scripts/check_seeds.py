@@ -24,9 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# Another machine, simulated: the generic ATen kernels, MKL's SSE4.2 path and 2 threads.
-OTHER_MACHINE = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
-                 "REVLIB_THREADS": "2"}
 
 
 def _run_one(job: dict) -> dict:
@@ -104,7 +101,8 @@ def main() -> int:
     print(f"seeds: {seeds}", flush=True)
     jobs = [{"notebook": str(p), "seed": s, "env": {}} for p in paths for s in seeds]
     if args.other_machine:
-        jobs += [{"notebook": str(p), "seed": None, "env": OTHER_MACHINE} for p in paths]
+        from revlib import repro  # another machine, simulated: one kernel level lower, 2 threads
+        jobs += [{"notebook": str(p), "seed": None, "env": repro.other_machine()} for p in paths]
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     # other seeds' figures must not overwrite the book's

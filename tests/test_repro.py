@@ -42,3 +42,26 @@ def test_thread_count_comes_from_revlib_threads(monkeypatch):
     monkeypatch.delenv("REVLIB_THREADS")
     repro.setup(0)
     assert torch.get_num_threads() == 1
+
+
+def _other_machine_in(env):
+    import os
+    import subprocess
+    import sys
+    code = "from revlib import repro; print(repro.other_machine())"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                         capture_output=True, text=True, check=True).stdout
+    return eval(out)
+
+
+def test_other_machine_is_one_kernel_level_below_this_one():
+    here = torch.backends.cpu.get_cpu_capability()
+    other = repro.other_machine()
+    assert other["REVLIB_THREADS"] == "2"
+    if here in ("AVX2", "AVX512"):  # x86: there is a lower level to go to
+        assert other["ATEN_CPU_CAPABILITY"].upper() != here
+    # what ATen would run under those variables is a lower level, never this machine's
+    assert _other_machine_in({"ATEN_CPU_CAPABILITY": "avx2"})["ATEN_CPU_CAPABILITY"] == "default"
+    if here == "AVX512":
+        assert other == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                         "REVLIB_THREADS": "2"}

@@ -164,6 +164,14 @@ def test_sweep_runs_the_grid_resumes_and_loads(tmp_path, scheduler, capsys):
     assert (df["version"] == revlib.__version__).all() and (df["m"] == 8).all()
     row = df[df["lr"] == 1.0].iloc[0]
     assert row["train_loss"] == first[files[1].name]["metrics"]["train_loss"][0]
+    # with curves: each row carries its seed's history, whose last point is the final metric
+    hist = first[files[1].name]["histories"]["history"]
+    full = sweeps.load(out, curves=True)
+    assert "curve.train_loss" not in df.columns and full.shape[0] == 2
+    row = full[full["lr"] == 1.0].iloc[0]
+    np.testing.assert_array_equal(row["steps"], hist["steps"])
+    np.testing.assert_array_equal(row["curve.train_loss"], hist["curves"]["train_loss"][0])
+    assert row["curve.reverse_loss"][-1] == row["reverse_loss"]
 
 
 def test_one_run_per_seed_matches_the_batched_run():

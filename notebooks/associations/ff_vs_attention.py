@@ -55,7 +55,7 @@ print(f"seeds {main.config.seeds}, trainable parameters per model: {main.n_param
 # largest move seen across seeds and another CPU kernel path (scripts/check-seeds).
 TOL_P = 0.2        # probabilities and accuracies on clean test data
 TOL_RANK = 0.3     # the same under partial-rank truncation, which spreads them further
-TOL_ATT = 0.05     # attention mass
+TOL_ATT = 0.1      # attention mass (a variant moved 0.06 on the simulated other machine)
 TOL_MARGIN = 2.0   # FF2 logit margin
 
 

@@ -210,20 +210,23 @@ plt.show()
 rel = res.related
 V2 = res.related_task.vocab_size
 print(f"|V'| = {V2}, uniform two-token NLL 2 log|V'| = {2 * math.log(V2):.2f}")
+# Small NLLs with a heavy tail: on the simulated other machine one seed's held-out NLL was
+# 0.13 where the stored run has 0.007.
 TOL_REL = 0.05
+TOL_REL_HELD = 0.2
 print(f"training two-token NLL, final per seed: {approx(rel['word_nll_train'][-1], TOL_REL)}")
-print(f"held-out two-token NLL, final per seed: {approx(rel['word_nll_heldout'][-1], TOL_REL)}; "
+print(f"held-out two-token NLL, final per seed: {approx(rel['word_nll_heldout'][-1], TOL_REL_HELD)}; "
       f"worst held-out triple: {approx(rel['word_nll_heldout_max'][-1], 1.0)}")
 print(f"held-out first-token (z) NLL: {approx(rel['first_nll_heldout'][-1], 0.01)}")
 tr_nll, he_nll = rel["word_nll_train"][-1], rel["word_nll_heldout"][-1]
 fitted = tr_nll < 0.1
-# The median seed fits the training triples in 80 epochs (some seeds need longer), and every
-# seed answers the held-out triples about as well as it fits the trained ones: the rule
-# "emit z, copy i" generalises. Where the training triples are fitted, held-out NLL is below
-# a tenth of the uniform 2 log|V'|.
+# The median seed fits the training triples in 80 epochs (some seeds need longer), and the
+# rule "emit z, copy i" generalises: where the training triples are fitted, the held-out
+# two-token answer gets an NLL below a twentieth of the uniform 2 log|V'| (p > 0.59, against
+# 1/|V'|^2 by chance), and the median seed's held-out answer is fitted as its training ones are.
 assert np.median(tr_nll) < 0.1, tr_nll
-assert np.all(he_nll <= 1.5 * tr_nll + 0.1), (tr_nll, he_nll)
-assert np.all(he_nll[fitted] < 0.1 * 2 * math.log(V2)), he_nll
+assert np.all(he_nll[fitted] < 0.05 * 2 * math.log(V2)), he_nll
+assert np.median(he_nll) < 0.1, he_nll
 
 # %% mystnb={"figure": {"caption": "Correlated-token variant (2-layer transformer, d = 64, alphabet 200, 100 training and 50 held-out triples, AdamW lr 0.01, batch 64, 80 epochs, 3 seeds): two-token answer NLL of training sentences and of the held-out $x\\,i\\leadsto z\\,i$, and the first-token NLL of the held-out answer. Dotted: $2\\log|V'|$. The authors' script uses d = 768, alphabet 600 and 200 training triples; where this experiment sits in the paper is not known to us.", "name": "fig-cot-related"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))

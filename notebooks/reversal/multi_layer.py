@@ -176,7 +176,10 @@ held = {}
 for name, res in variants.items():
     tr, va = res.train_nll[-1], res.val_nll[-1]
     held[name] = bool(np.median(tr) < 0.1 and np.all(res.heldout_mrr < 3 * res.chance_mrr))
-    print(f"{name}: {res.n_params} parameters; training NLL max {approx(tr.max(), 0.1)}; held-out "
+    # the worst seed's training NLL gets the tolerance of the assert below (< 1): on the
+    # simulated other machine one seed of a variant ended at 0.24 where the stored run has 0.00
+    print(f"{name}: {res.n_params} parameters; training NLL median {approx(np.median(tr), 0.1)}, "
+          f"max {approx(tr.max(), 1.0)}; held-out "
           f"NLL min {approx(va.min(), TOL_HELD)}, median {approx(np.median(va), TOL_HELD)}; held-out "
           f"MRR max {approx(res.heldout_mrr.max(), TOL_MRR)} (chance {res.chance_mrr.mean():.3f}); "
           f"{'held' if held[name] else 'NOT held'}")
