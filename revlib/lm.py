@@ -536,6 +536,36 @@ def sweep(model, sets, config: Config, cache: PrefixCache | None = None) -> Swee
     return Sweep(config, ranks, base, values)
 
 
+def save_sweep(path: str | os.PathLike, sw: Sweep, seconds: float) -> None:
+    """Write a sweep to JSON (atomically) with its provenance: the model, package versions,
+    the git commit, this CPU's kernel level and the run time. :func:`load_sweep` reads it."""
+    from revlib import sweeps
+
+    git, dirty = sweeps._git()
+    sweeps.write_json(path, {
+        "model": MODEL_NAME, "config": {k: list(v) if isinstance(v, tuple) else v
+                                        for k, v in vars(sw.config).items()},
+        "ranks": sw.ranks.tolist(), "baseline": sw.baseline,
+        "values": {k: v.tolist() for k, v in sw.values.items()},
+        "versions": _versions(), "git": git, "git_dirty": dirty,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "seconds": round(seconds, 1)})
+
+
+def load_sweep(path: str | os.PathLike) -> tuple[Sweep, dict]:
+    """``(sweep, provenance)`` from a file of :func:`save_sweep`."""
+    raw = json.loads(Path(path).read_text())
+    try:
+        cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw["config"].items()})
+        sw = Sweep(cfg, np.asarray(raw["ranks"]), raw["baseline"],
+                   {k: np.asarray(v, dtype=float) for k, v in raw["values"].items()})
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"{path} is not a LASER sweep of revlib.lm.save_sweep ({err})") from None
+    meta = {k: raw.get(k) for k in ("model", "versions", "git", "git_dirty", "cpu_capability",
+                                    "seconds")}
+    return sw, meta
+
+
 @torch.inference_mode()
 def _mlp_outputs(model, ps: ProbeSet, layer: int) -> torch.Tensor:
     out = {}
@@ -556,3 +586,29 @@ def mlp_output_change(model, ps: ProbeSet, layer: int, matrix: str, rank: int) -
     with truncated(model, layer, matrix, rank):
         cut = _mlp_outputs(model, ps, layer)
     return ((cut - full).norm(dim=-1) / full.norm(dim=-1)).mean().item()
+
+
+def main(argv=None) -> None:
+    """``python -m revlib.lm OUT.json [--layers 15-29] [--n-ioi 40] [--seed 0]``: the full LASER
+    sweep that the chapter loads (about 100 CPU seconds on an AVX-512 core)."""
+    import argparse
+    import time
+
+    from revlib import repro
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("out")
+    ap.add_argument("--layers", default="15-29")
+    ap.add_argument("--n-ioi", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    cfg = Config(layers=parse_layers(args.layers), n_ioi=args.n_ioi, seed=args.seed)
+    repro.setup(args.seed)
+    model, tok, _ = load()
+    start = time.perf_counter()
+    sw = sweep(model, probe_sets(tok, cfg.n_ioi, cfg.seed), cfg)
+    save_sweep(args.out, sw, time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()

@@ -4,6 +4,7 @@ installed)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -134,7 +135,7 @@ def test_prefix_cache_matches_full_forward_and_truncation_restores(model_and_set
     assert torch.equal(lm.last_logits(model, sets[1]), full)
 
 
-def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets):
+def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets, tmp_path):
     model, _, sets = model_and_sets
     cfg = lm.Config(layers=(29,), matrices=("down_proj",), rank_fractions=(1.0, 0.0), n_ioi=8)
     sw = lm.sweep(model, sets, cfg)
@@ -142,6 +143,18 @@ def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets):
     assert list(sw.ranks) == [576, 0]
     assert sw.delta("factual")[0, 0, 0] == 0.0
     assert sw.delta("factual")[0, 0, 1] != 0.0
+    # stored and read back unchanged, with its provenance; nothing else is left in the folder
+    path = tmp_path / "laser.json"
+    lm.save_sweep(path, sw, seconds=1.5)
+    back, meta = lm.load_sweep(path)
+    assert back.config == cfg and list(back.ranks) == [576, 0] and back.baseline == sw.baseline
+    for key, v in sw.values.items():
+        np.testing.assert_array_equal(back.values[key], v)
+    assert meta["seconds"] == 1.5 and meta["model"] == lm.MODEL_NAME and meta["cpu_capability"]
+    assert [p.name for p in tmp_path.iterdir()] == ["laser.json"]
+    path.write_text('{"config": {"layers": [29]}}')
+    with pytest.raises(ValueError, match="not a LASER sweep"):
+        lm.load_sweep(path)
 
 
 def test_rank_zero_of_either_mlp_matrix_removes_the_mlp_identically(model_and_sets):
