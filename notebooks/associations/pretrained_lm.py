@@ -30,9 +30,10 @@
 # %% tags=["parameters"]
 SEED = 0                         # seed of the IOI name sampling
 N_IOI = 40                       # IOI sentences (8 templates, ABBA and BABA alternating)
-LAYERS = "15-29"                 # layers swept by LASER (SmolLM2 has 30: 0-29)
+LIVE_LAYERS = "27-29"            # layers swept live (SmolLM2 has 30: 0-29); the stored sweep: 15-29
 RANK_FRACS = (0.5, 0.1, 0.01, 0.0)  # fractions rho of min(m, n) = 576 kept; 0 removes the MLP
 MATRICES = ("up_proj", "down_proj")  # MLP input (1536 x 576) and output (576 x 1536) matrices
+SWEEP_FILE = "../../data/lm_laser_sweep.json"  # the full sweep: python -m revlib.lm SWEEP_FILE
 
 # %%
 from revlib import repro
@@ -54,7 +55,7 @@ plot.set_theme()
 MODEL_OK, why = lm.available()
 if MODEL_OK:
     model, tok, _ = lm.load()  # the first run converts the GGUF into .cache/smollm2 once
-    cfg = lm.Config(layers=lm.parse_layers(LAYERS), matrices=tuple(MATRICES),
+    cfg = lm.Config(layers=lm.parse_layers(LIVE_LAYERS), matrices=tuple(MATRICES),
                     rank_fractions=tuple(RANK_FRACS), n_ioi=N_IOI, seed=SEED)
     factual, ioi = lm.probe_sets(tok, N_IOI, SEED)
     mc = model.config
@@ -117,12 +118,31 @@ if MODEL_OK:
 # setting re-runs just those layers from the recorded hidden states (exact: the replay from
 # layer 0 equals the full forward). The heat map shows the change of the mean log-odds
 # $\log p(\text{correct}) - \log p(\text{" the"})$.
+#
+# The full sweep over layers 15-29 (120 truncated models, about 70 CPU seconds) was run by
+# `python -m revlib.lm data/lm_laser_sweep.json` for the IOI names of seed 0; this notebook
+# loads it, re-runs the layers `LIVE_LAYERS` live (with this run's IOI names) and asserts
+# that the two agree.
 
 # %%
 if MODEL_OK:
-    sw = lm.sweep(model, (factual, ioi), cfg, cache)
+    sw, meta = lm.load_sweep(SWEEP_FILE)
+    layers = sw.config.layers
+    if (sw.config.matrices, sw.config.rank_fractions, sw.config.n_ioi) != (
+            cfg.matrices, cfg.rank_fractions, cfg.n_ioi) or not set(cfg.layers) <= set(layers):
+        raise ValueError(f"the stored sweep ({sw.config}) does not cover this configuration "
+                         f"({cfg}): regenerate it with python -m revlib.lm {SWEEP_FILE}")
+    print(f"stored sweep: layers {layers[0]}-{layers[-1]}, IOI names of seed {sw.config.seed}, "
+          f"git {meta['git'][:10]}, {meta['cpu_capability']} CPU")
+    live = lm.sweep(model, (factual, ioi), cfg, cache)
+    at = [layers.index(layer) for layer in cfg.layers]
+    for name in ("factual", "ioi"):
+        gap = np.abs(live.delta(name) - sw.delta(name)[:, at]).max()
+        print(f"{name}, layers {LIVE_LAYERS} live: largest |live - stored| change of log-odds "
+              f"{approx(gap, TOL_LOGODDS)}")
+        assert gap < TOL_LOGODDS, gap  # the stored sweep is what this code computes
     print("ranks kept:", dict(zip(cfg.rank_fractions, sw.ranks.tolist())))
-    late = [i for i, layer in enumerate(cfg.layers) if layer < 28]
+    late = [i for i, layer in enumerate(layers) if layer < 28]
     for name in ("factual", "ioi"):
         m, layer, rho, gain = sw.best(name)
         s = sw.at(name, m, layer, rho)
@@ -133,20 +153,20 @@ if MODEL_OK:
               f"{approx(b['p_correct'], TOL_P)} -> {approx(s['p_correct'], TOL_P)}; p(the) "
               f"{approx(b['p_the'], TOL_P)} -> {approx(s['p_the'], TOL_P)}; accuracy "
               f"{approx(b['acc'], TOL_ACC)} -> {approx(s['acc'], TOL_ACC)}")
-        print(f"  median change over layers {cfg.layers[0]}-27 (all matrices and ranks): "
+        print(f"  median change over layers {layers[0]}-27 (all matrices and ranks): "
               f"{approx(typical, TOL_LOGODDS)}; layer 29, mean change: "
-              f"{approx(sw.delta(name)[:, cfg.layers.index(29)].mean(), TOL_LOGODDS)}")
+              f"{approx(sw.delta(name)[:, layers.index(29)].mean(), TOL_LOGODDS)}")
         # a broken pipeline would not find a large, late gain that comes from pushing " the" down
         assert layer >= 20, "the best truncation should sit in the last third of the network"
         assert gain > 1.0 and s["p_the"] < 0.5 * base[name]["p_the"]
         assert abs(typical) < 0.5  # most settings barely matter
-        assert sw.delta(name)[:, cfg.layers.index(29)].mean() < 0  # the last layer's MLP is needed
+        assert sw.delta(name)[:, layers.index(29)].mean() < 0  # the last layer's MLP is needed
     s_io = sw.at("ioi", *sw.best("ioi")[:3])
     print(f"ioi at its best setting: p(IO) {approx(base['ioi']['p_correct'], TOL_P)} -> "
           f"{approx(s_io['p_correct'], TOL_P)}, log p(IO)/p(S) {approx(base['ioi']['logit_diff'], TOL_LOGODDS)}"
           f" -> {approx(s_io['logit_diff'], TOL_LOGODDS)}")
 
-# %% mystnb={"figure": {"caption": "LASER on SmolLM2-135M-Instruct: change of the mean log-odds log p(correct) - log p(\" the\") when one MLP matrix of one layer keeps a fraction rho of its 576 singular values (rho = 0 removes the layer's MLP). Layers 15-29, up_proj and down_proj; 30 factual prompts, 40 IOI sentences. The paper sweeps Pythia, GPT-2 and Llama models, with layers and ranks it does not list.", "name": "fig-lm-laser"}}
+# %% mystnb={"figure": {"caption": "LASER on SmolLM2-135M-Instruct: change of the mean log-odds log p(correct) - log p(\" the\") when one MLP matrix of one layer keeps a fraction rho of its 576 singular values (rho = 0 removes the layer's MLP). Layers 15-29, up_proj and down_proj; 30 factual prompts, 40 IOI sentences (the stored sweep, data/lm_laser_sweep.json; layers 27-29 re-run live and checked against it). The paper sweeps Pythia, GPT-2 and Llama models, with layers and ranks it does not list.", "name": "fig-lm-laser"}}
 if MODEL_OK:
     fig, axes = plt.subplots(1, 2 * len(cfg.matrices), figsize=(3.2 * 2 * len(cfg.matrices), 5.2),
                              sharey=True)
@@ -157,7 +177,7 @@ if MODEL_OK:
         ax = axes[k]
         sns.heatmap(sw.delta(name)[mi], ax=ax, cmap="vlag", center=0, vmin=-lim, vmax=lim,
                     annot=True, fmt=".1f", annot_kws={"size": 6}, cbar=k == len(axes) - 1,
-                    xticklabels=[f"{r:g}" for r in cfg.rank_fractions], yticklabels=cfg.layers)
+                    xticklabels=[f"{r:g}" for r in cfg.rank_fractions], yticklabels=layers)
         ax.set(title=f"{name}: {m}", xlabel="rho kept", ylabel="layer" if k == 0 else "")
     plot.savefig(fig, "fig-lm-laser")
     plt.show()
@@ -172,7 +192,7 @@ if MODEL_OK:
 # %%
 if MODEL_OK:
     best_layer = sw.best("factual")[1]
-    li = cfg.layers.index(best_layer)
+    li = layers.index(best_layer)
     print(f"layer {best_layer}: change of log p(correct)/p(the) by rho")
     print("rho:", " ".join(f"{r:g}" for r in cfg.rank_fractions))
     for name in ("factual", "ioi"):
