@@ -211,7 +211,7 @@ rel = res.related
 V2 = res.related_task.vocab_size
 print(f"|V'| = {V2}, uniform two-token NLL 2 log|V'| = {2 * math.log(V2):.2f}")
 # Small NLLs with a heavy tail: on the simulated other machine one seed's held-out NLL was
-# 0.13 where the stored run has 0.007.
+# 0.13 where the stored run then had 0.007.
 TOL_REL = 0.05
 TOL_REL_HELD = 0.2
 print(f"training two-token NLL, final per seed: {approx(rel['word_nll_train'][-1], TOL_REL)}")
@@ -222,7 +222,7 @@ tr_nll, he_nll = rel["word_nll_train"][-1], rel["word_nll_heldout"][-1]
 fitted = tr_nll < 0.1
 # The median seed fits the training triples in 80 epochs (some seeds need longer), and the
 # rule "emit z, copy i" generalises: where the training triples are fitted, the held-out
-# two-token answer gets an NLL below a twentieth of the uniform 2 log|V'| (p > 0.59, against
+# two-token answer gets an NLL below a twentieth of the uniform 2 log|V'| (p > 0.58, against
 # 1/|V'|^2 by chance), and the median seed's held-out answer is fitted as its training ones are.
 assert np.median(tr_nll) < 0.1, tr_nll
 assert np.all(he_nll[fitted] < 0.05 * 2 * math.log(V2)), he_nll
