@@ -464,7 +464,7 @@ def load(directory: str | os.PathLike, curves: bool = False):
     and ``file``. List-valued config fields become tuples (hashable, so they can be grouped
     by); ``null`` metrics (NaN or infinite when run) become NaN.
 
-    With ``curves``, each row also holds the seed's training curves: ``steps`` (``[E]`` of the
+    With ``curves``, each row also holds the seed's training curves: ``curve.steps`` (``[E]``, the
     main history) and ``curve.<metric>`` (``[E]`` float arrays, NaN for ``null``), for every
     metric named as in ``metrics``. ``np.stack(df["curve.test_mrr"])`` gives ``[rows, E]``."""
     import pandas as pd
@@ -491,12 +491,34 @@ def load(directory: str | os.PathLike, curves: bool = False):
                 for hpath, hist in rec.get("histories", {}).items():
                     prefix = _prefix(hpath)
                     if not prefix:
-                        row["steps"] = np.asarray(hist["steps"])
+                        row["curve.steps"] = np.asarray(hist["steps"])
                     for key, per_seed in hist["curves"].items():
                         row[f"curve.{prefix}{key}"] = np.array(
                             [np.nan if v is None else v for v in per_seed[i]], dtype=float)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def config_of(row, **changes):
+    """The ``Config`` of a stored record's row of :func:`load`, with ``changes`` applied: the
+    configuration to re-run live (``config_of(row, steps=1000)`` trains its first 1000 steps)."""
+    name = row["experiment"]
+    fields = {f: row[f].item() if isinstance(row[f], np.generic) else row[f]
+              for f in config_fields(name)}
+    return make_config(name, {**fields, **changes})
+
+
+def stored_at(rows, metric: str, step: int, seed: int) -> tuple[float, float]:
+    """The stored value of ``metric`` at ``step`` that a live run of ``seed`` must match, and
+    the seed spread to allow on top of the kernel tolerance: ``(that seed's value, 0)`` when
+    ``seed`` is stored, else ``(median over the stored seeds, their range)``. ``rows``: the
+    rows of one configuration in a :func:`load` frame with ``curves=True``."""
+    steps = list(rows["curve.steps"].iloc[0])
+    if step not in steps:
+        raise ValueError(f"step must be one of the stored evaluation steps {steps}, got {step}")
+    values = np.array([c[steps.index(step)] for c in rows[f"curve.{metric}"]])
+    same = values[rows["seed"].to_numpy() == seed]
+    return (float(same[0]), 0.0) if len(same) else (float(np.median(values)), float(np.ptp(values)))
 
 
 def _tuples(value):

@@ -169,7 +169,7 @@ def test_sweep_runs_the_grid_resumes_and_loads(tmp_path, scheduler, capsys):
     full = sweeps.load(out, curves=True)
     assert "curve.train_loss" not in df.columns and full.shape[0] == 2
     row = full[full["lr"] == 1.0].iloc[0]
-    np.testing.assert_array_equal(row["steps"], hist["steps"])
+    np.testing.assert_array_equal(row["curve.steps"], hist["steps"])
     np.testing.assert_array_equal(row["curve.train_loss"], hist["curves"]["train_loss"][0])
     assert row["curve.reverse_loss"][-1] == row["reverse_loss"]
 
@@ -298,3 +298,21 @@ def test_train_puts_minibatch_indices_on_the_parameters_device():
     train([p], loss, TrainConfig(steps=2, lr=0.1, optimizer="sgd", batch_size=2, eval_points=2),
           {}, n_train=4, n_seeds=2)
     assert seen == ["meta", "meta"]
+
+
+def test_config_of_and_stored_at_rerun_a_stored_record(tmp_path):
+    fields = dict(TINY_FIELDS)
+    for seed in (0, 1):
+        rec = sweeps.record("bilinear", {**fields, "seed": seed, "n_seeds": 1})
+        sweeps.write_json(tmp_path / f"seed{seed}.json", rec)
+    df = sweeps.load(tmp_path, curves=True)
+    cfg = sweeps.config_of(df.iloc[0], n_seeds=1, seed=int(df.iloc[0]["seed"]))
+    assert cfg == sweeps.make_config("bilinear", {**fields, "seed": 0, "n_seeds": 1})
+    step = int(df.iloc[0]["curve.steps"][1])
+    # a stored seed gets its own value and no spread; another seed the median and the range
+    value, spread = sweeps.stored_at(df, "train_loss", step, seed=1)
+    assert spread == 0 and value == df[df.seed == 1]["curve.train_loss"].iloc[0][1]
+    both = np.array([c[1] for c in df["curve.train_loss"]])
+    assert sweeps.stored_at(df, "train_loss", step, seed=99) == (np.median(both), np.ptp(both))
+    with pytest.raises(ValueError, match="step must be one of the stored evaluation steps"):
+        sweeps.stored_at(df, "train_loss", step + 1, seed=1)

@@ -136,11 +136,17 @@ if MODEL_OK:
           f"git {meta['git'][:10]}, {meta['cpu_capability']} CPU")
     live = lm.sweep(model, (factual, ioi), cfg, cache)
     at = [layers.index(layer) for layer in cfg.layers]
+    # The factual prompts are fixed: live and stored must agree within the kernel tolerance.
+    # The IOI sentences are drawn by SEED: with another seed than the stored one, they differ,
+    # and the changes move by up to TOL_IOI_SEED (the largest gap over 5 fresh seeds in
+    # scripts/check-seeds was 0.87).
+    TOL_IOI_SEED = 2.0
     for name in ("factual", "ioi"):
         gap = np.abs(live.delta(name) - sw.delta(name)[:, at]).max()
+        tol = TOL_IOI_SEED if name == "ioi" and SEED != sw.config.seed else TOL_LOGODDS
         print(f"{name}, layers {LIVE_LAYERS} live: largest |live - stored| change of log-odds "
-              f"{approx(gap, TOL_LOGODDS)}")
-        assert gap < TOL_LOGODDS, gap  # the stored sweep is what this code computes
+              f"{approx(gap, tol)}")
+        assert gap < tol, gap  # the stored sweep is what this code computes
     print("ranks kept:", dict(zip(cfg.rank_fractions, sw.ranks.tolist())))
     late = [i for i, layer in enumerate(layers) if layer < 28]
     for name in ("factual", "ioi"):
