@@ -23,8 +23,7 @@
 # {doc}`../../book/binding/surface_names` (where the standard transformer scores 0 on held-out
 # reverse facts), with the memory-layer recognition module next to it, then load the depth,
 # multiplicity, width and memory sweeps that `python -m revlib.experiments.jepa --sweep
-# data/binding_jepa_sweep.json` wrote, and longer runs (20,000 steps, more rule-teaching
-# entities) that `python -m revlib sweep` stored in `data/sweeps/jepa`.
+# data/binding_jepa_sweep.json` wrote.
 
 # %% tags=["parameters"]
 SEED = 0         # base seed; seeds SEED, SEED+1 train side by side
@@ -33,8 +32,6 @@ N_REL = 3        # relation pairs (paper: 6)
 MULTIPLICITY = 10     # entities sharing each name token (paper: 10)
 STEPS = 1000     # AdamW steps of the live runs (paper: up to 3,000,000)
 SWEEP_FILE = "../../data/binding_jepa_sweep.json"
-LONG_DIR = "../../data/sweeps/jepa"   # 20,000-step runs on 1,600 + 200 entities (python -m revlib sweep)
-LIVE_STEPS = 1000     # steps of the live re-run of a stored long run
 
 # %%
 from revlib import repro
@@ -44,7 +41,7 @@ repro.setup(SEED)
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import plot, probes, sweeps
+from revlib import plot, probes
 from revlib.experiments import jepa
 from revlib.report import approx
 
@@ -198,44 +195,3 @@ for ax, (name, rs) in zip(axes, sw.items()):
 axes[0].set_ylabel("held-out reverse accuracy")
 plot.savefig(fig, "fig-jepa-sweeps")
 plt.show()
-
-# %% [markdown]
-# ## 4. More entities and more steps: 20,000 steps on 1,600 + 200 entities (stored runs)
-#
-# The data of the long runs of {doc}`surface_names` (1,600 rule-teaching and 200 tested
-# entities, 3 relation pairs, two-token names at $m=10$), JEPA 1/1 and JEPA with the memory
-# layer, 3 seeds each, AdamW lr $10^{-3}$, batch 128. Chance is now $1/200$.
-
-# %%
-long = sweeps.load(LONG_DIR, curves=True).sort_values("seed")
-print(f"stored runs: {len(long)}, git {sorted(set(long['git'].str[:10]))}, "
-      f"{long['seconds'].sum() / 3600:.1f} CPU hours; n_a = {sorted(set(long['n_a']))}, "
-      f"n_b = {sorted(set(long['n_b']))}, steps = {sorted(set(long['steps']))}")
-long_chance_acc = 1 / int(long.iloc[0].n_b)
-long_chance_mrr = probes.chance_mrr(int(long.iloc[0].n_b))
-runs = {"JEPA 1/1": long[~long["memory"]], "memory layer": long[long["memory"]]}
-for label, g in runs.items():
-    print(f"{label}, seeds {list(g.seed)}:")
-    for split in ("train", "atomic", "test"):
-        print(f"  {split}: accuracy {np.round(g[split + '_acc'].to_numpy(), 3)}, "
-              f"MRR {np.round(g[split + '_mrr'].to_numpy(), 3)}")
-print(f"chance among the {int(long.iloc[0].n_b)} tested entities: accuracy {long_chance_acc:.4f}, "
-      f"MRR {long_chance_mrr:.4f}")
-
-# %% [markdown]
-# ## 5. The stored long runs are what this code computes (live re-run)
-#
-# The first `LIVE_STEPS` steps of the stored memory-layer run of seed `SEED`, trained again,
-# must agree with its stored curve at that step up to the CPU's kernels (for a seed that is
-# not stored: with the stored seeds' median, within their range).
-
-# %%
-TOL_LIVE = 0.05
-mem_rows = runs["memory layer"]
-live = jepa.run(sweeps.config_of(mem_rows.iloc[0], steps=LIVE_STEPS, eval_points=2, seed=SEED,
-                                 n_seeds=1))
-for name in ("train_acc", "atomic_acc", "test_mrr"):
-    ref, spread = sweeps.stored_at(mem_rows, name, LIVE_STEPS, SEED)
-    print(f"step {LIVE_STEPS}, {name}: live {approx(live.final(name)[0], TOL_LIVE)}, stored "
-          f"{'seed ' + str(SEED) if spread == 0 else 'median'} {ref:.3f}")
-    assert abs(live.final(name)[0] - ref) < TOL_LIVE + spread, (name, live.final(name)[0], ref)
