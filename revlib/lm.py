@@ -539,12 +539,13 @@ def sweep(model, sets, config: Config, cache: PrefixCache | None = None) -> Swee
 def save_sweep(path: str | os.PathLike, sw: Sweep, seconds: float) -> None:
     """Write a sweep to JSON (atomically) with its provenance: the model, package versions,
     the git commit, this CPU's kernel level and the run time. :func:`load_sweep` reads it."""
+    import dataclasses
+
     from revlib import sweeps
 
     git, dirty = sweeps._git()
     sweeps.write_json(path, {
-        "model": MODEL_NAME, "config": {k: list(v) if isinstance(v, tuple) else v
-                                        for k, v in vars(sw.config).items()},
+        "model": MODEL_NAME, "config": sweeps._plain(dataclasses.asdict(sw.config)),
         "ranks": sw.ranks.tolist(), "baseline": sw.baseline,
         "values": {k: v.tolist() for k, v in sw.values.items()},
         "versions": _versions(), "git": git, "git_dirty": dirty,
@@ -590,7 +591,7 @@ def mlp_output_change(model, ps: ProbeSet, layer: int, matrix: str, rank: int) -
 
 def main(argv=None) -> None:
     """``python -m revlib.lm OUT.json [--layers 15-29] [--n-ioi 40] [--seed 0]``: the full LASER
-    sweep that the chapter loads (about 100 CPU seconds on an AVX-512 core)."""
+    sweep that the chapter loads (about 70 CPU seconds on an AVX-512 core)."""
     import argparse
     import time
 
