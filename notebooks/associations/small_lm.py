@@ -68,7 +68,9 @@ print(f"trainable parameters per model: {res.n_params}; seeds {cfg.seeds}")
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
 # p(the) at a given step swings by up to 0.5 between runs; p(IO) gets a wide one too, as on
 # one AVX-512 machine seed 0 reached p(IO) - p(S) = 0.1.
-TOL = {"p_the": 0.5, "p_io": 0.2, "p_s": 0.05, "loss": 0.5}
+# p(IO) gets 0.5: under the simulated other machine one seed learned the in-context answer
+# within 1000 steps (p(IO) - p(S) = 0.36) where neither stored seed did.
+TOL = {"p_the": 0.5, "p_io": 0.5, "p_s": 0.05, "loss": 0.5}
 print("step: p(the) | p(IO) | p(S) | test loss (all tokens), per seed")
 for i in range(0, len(h.steps), 2):
     print(f"{h.steps[i]}: " + " | ".join(approx(h[k][i], TOL[k]) for k in TOL))
@@ -79,17 +81,19 @@ gap = h.final("p_io") - h.final("p_s")
 print(f"final p(IO) - p(S) per seed: {approx(gap, TOL['p_io'])}")
 
 # %% [markdown]
-# The in-context answer is **not** learned at this scale: $p(\mathrm{IO})$ and
-# $p(\mathrm{S})$ stay equal, at the level of a context-free guess among the names. We record
-# this with an assertion so that a change of scale that makes it appear is noticed.
+# The generic token comes first. Whether the in-context answer follows within 1000 steps is
+# on a knife edge at this scale: in the stored run neither seed learns it ($p(\mathrm{IO})$
+# and $p(\mathrm{S})$ stay equal, at a context-free guess among the names), but with another
+# CPU kernel path one seed does. What holds on every run is the order: while "the" is
+# already learned (the first quarter of training), IO is not yet preferred over S.
 
 # %%
-# Not learnt: IO is preferred over S by less than 0.2 of probability, and p(IO) stays below
-# 0.3 (an induction-style copy puts most of the mass on IO).
-assert np.all(np.abs(gap) < 0.2), gap
-assert np.all(h.final("p_io") < 0.3), h.final("p_io")
-
-# %% mystnb={"figure": {"caption": "Probabilities at the IOI answer position of clean test sequences over training (2 layers, 2 heads, d = 64, T = 48, batch 32, AdamW lr 3e-3; 2 seeds, line: median, band: min-max). The generic 'the' is learned by the first evaluation (step 133); the IO name and the subject S stay at the same, context-free level, so the in-context answer is not learned within 1000 steps. The paper follows Pythia checkpoints (up to billions of parameters and hundreds of billions of tokens); its values are not known to us.", "name": "fig-smalllm-dynamics"}}
+early_gap = (h["p_io"] - h["p_s"])[early]
+print(f"largest p(IO) - p(S) in the first quarter, per seed: "
+      f"{approx(np.abs(early_gap).max(axis=0), TOL['p_io'])}")
+assert np.all(np.abs(early_gap) < 0.2), early_gap
+learnt = gap > 0.2  # seeds that picked up the in-context answer by the end
+# %% mystnb={"figure": {"caption": "Probabilities at the IOI answer position of clean test sequences over training (2 layers, 2 heads, d = 64, T = 48, batch 32, AdamW lr 3e-3; 2 seeds, line: median, band: min-max). The generic 'the' is learned by the first evaluation (step 133); the IO name and the subject S stay at the same, context-free level, so the in-context answer is not learned within 1000 steps here (with another CPU kernel path one seed does learn it: at this scale it is on a knife edge). The paper follows Pythia checkpoints (up to billions of parameters and hundreds of billions of tokens); its values are not known to us.", "name": "fig-smalllm-dynamics"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 plot.seed_band(ax, h.steps, h["p_the"], label="p(the)")
 plot.seed_band(ax, h.steps, h["p_io"], label="p(IO name)")
@@ -120,8 +124,8 @@ print("\nrank of the last W_in: p(the) | p(IO) | p(S), per seed")
 for i, r in enumerate(res.ranks):
     print(f"{r}: " + " | ".join(approx(res.sweep[k][i], TOL_CUT if k == "p_the" else TOL[k])
                                 for k in ("p_the", "p_io", "p_s")))
-# with nothing in-context learned, removing the last FF cannot hand the answer to attention
-assert np.all(ab["p_io"][L - 1] < 0.3), ab["p_io"][L - 1]
+# where nothing in-context was learned, removing the last FF cannot hand the answer to attention
+assert np.all(ab["p_io"][L - 1][~learnt] < 0.3), ab["p_io"][L - 1]
 
 # %% mystnb={"figure": {"caption": "The trained models with the last layer's MLP input matrix truncated to a rank (rank 0 removes that MLP), at the IOI answer position of clean test data (2 layers, d = 64, 2 seeds, line: median, band: min-max). No rank moves probability to the IO name, because the model has not learned it. The paper truncates late MLP layers of Pythia, GPT-2 small and Llama-3-8B; its ranks and values are not known to us.", "name": "fig-smalllm-truncation"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -138,8 +142,9 @@ plt.show()
 # ## Summary
 #
 # At this scale the first half of the picture appears (the generic "the" is learned at once,
-# from the bigram "to the" of the generic sentences) and the second does not: within 1000
-# steps no seed learns to pick the IO name, so there is nothing for a truncation of the late
-# FF layers to uncover. Removing the last FF does not move probability to the IO name; on
+# from the bigram "to the" of the generic sentences) and the second is on a knife edge: in the
+# stored run no seed learns to pick the IO name within 1000 steps, so there is nothing for a
+# truncation of the late FF layers to uncover, while with another CPU kernel path one seed
+# does learn it. The order holds on every run: "the" first, the in-context answer later if at all. Removing the last FF does not move probability to the IO name; on
 # some seeds it even raises p(the), so at this scale the last MLP is not where "the" is
 # stored. Removing every FF destroys the prediction altogether.
