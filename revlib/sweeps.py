@@ -10,7 +10,7 @@ A record is plain JSON::
 
     experiment, config (every field), seeds [S], device, metrics {name: [S] final values},
     histories {path: {steps [E], lr, curves {name: [S][E]}}}, revlib_version, torch_version,
-    git, git_dirty, seconds
+    git, git_dirty, seconds (wall), cpu_seconds (this process's CPU time), cpu_capability
 
 ``histories`` holds every :class:`revlib.train.History` in the result: ``history`` itself,
 and others by their attribute path (``tf_history``, ``transformer.history``, ``histories.0``).
@@ -214,10 +214,10 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
     dev = devices.resolve(device)
     git_hash, dirty = _git() if git is None else git
     repro.setup(getattr(config, "seed", 0))
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     with devices.use(dev):
         result = mod.run(config)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     histories = _histories(result)
     metrics, curves = {}, {}
     for path, hist in histories.items():
@@ -233,7 +233,8 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
             "seeds": None if seeds is None else [int(s) for s in seeds], "device": str(dev),
             "metrics": metrics, "histories": curves, "revlib_version": __version__,
             "torch_version": torch.__version__, "git": git_hash, "git_dirty": dirty,
-            "seconds": round(seconds, 3)}
+            "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def _prefix(path: str) -> str:
@@ -460,7 +461,8 @@ def _describe(fields: Mapping) -> str:
 def load(directory: str | os.PathLike, curves: bool = False):
     """One row per record file in ``directory`` (and per seed, for records of several seeds):
     ``experiment``, every config field, ``seed``, every final metric (``metric.<name>`` where
-    the name is taken by a column before it), ``version``, ``git``, ``seconds``, ``device``
+    the name is taken by a column before it), ``version``, ``git``, ``seconds``, ``cpu_seconds``
+    (NaN for records written before it was recorded), ``device``
     and ``file``. List-valued config fields become tuples (hashable, so they can be grouped
     by); ``null`` metrics (NaN or infinite when run) become NaN.
 
@@ -481,7 +483,8 @@ def load(directory: str | os.PathLike, curves: bool = False):
             row.update({k: _tuples(v) for k, v in rec["config"].items()})
             row["seed"] = seed
             meta = dict(version=rec.get("revlib_version"), git=rec.get("git"),
-                        seconds=rec.get("seconds"), device=rec.get("device"), file=path.name)
+                        seconds=rec.get("seconds"), cpu_seconds=rec.get("cpu_seconds", np.nan),
+                        device=rec.get("device"), file=path.name)
             for key, values in rec["metrics"].items():
                 # a metric named like a config field or a meta column keeps both apart
                 col = f"metric.{key}" if key in row or key in meta else key

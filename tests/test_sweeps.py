@@ -60,6 +60,7 @@ def test_run_writes_the_record(tmp_path, capsys):
                           text=True).stdout.strip()
     assert rec["git"] == (head or None)
     assert rec["seconds"] > 0 and rec["device"] == "cpu"
+    assert 0 < rec["cpu_seconds"] and isinstance(rec["cpu_capability"], str)
     hist = rec["histories"]["history"]
     assert hist["steps"] == [0, 1, 6]                # log spacing, 3 points
     assert set(rec["metrics"]) == {"train_loss", "reverse_loss"}
