@@ -9,7 +9,8 @@ folder into a DataFrame. The command line is :mod:`revlib.cli`.
 A record is plain JSON::
 
     experiment, config (every field), seeds [S], device, metrics {name: [S] final values},
-    histories {path: {steps [E], lr, curves {name: [S][E]}}}, revlib_version, torch_version,
+    histories {path: {steps [E], lr, curves {name: [S][E]}}}, extras {field: plain data},
+    revlib_version, torch_version,
     git, git_dirty, seconds (wall), cpu_seconds (this process's CPU time), cpu_capability
 
 ``histories`` holds every :class:`revlib.train.History` in the result: ``history`` itself,
@@ -219,6 +220,7 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
         result = mod.run(config)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     histories = _histories(result)
+    extras = _extras(result)
     metrics, curves = {}, {}
     for path, hist in histories.items():
         prefix = _prefix(path)
@@ -231,7 +233,8 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
         seeds = [config.seed]
     return {"experiment": name, "config": _plain(dataclasses.asdict(config)),
             "seeds": None if seeds is None else [int(s) for s in seeds], "device": str(dev),
-            "metrics": metrics, "histories": curves, "revlib_version": __version__,
+            "metrics": metrics, "histories": curves, "extras": extras,
+            "revlib_version": __version__,
             "torch_version": torch.__version__, "git": git_hash, "git_dirty": dirty,
             "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3),
             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
@@ -262,6 +265,47 @@ def _histories(result, path: str = "", depth: int = 0) -> dict:
     for key, value in items:
         out.update(_histories(value, f"{path}.{key}" if path else str(key), depth + 1))
     return out
+
+
+MAX_EXTRA = 10_000   # numbers per extra field; larger arrays (weights, data) are not recorded
+
+
+def _extras(result) -> dict:
+    """The result's other plain-data fields (numbers, numeric arrays up to :data:`MAX_EXTRA`
+    values, and lists and dicts of them), by field name: what a chapter computes after
+    training, e.g. ``small_lm``'s ablation and truncation sweep. Models, data, configs and
+    histories are left out; NaN and infinities become ``null`` as in the metrics."""
+    if not dataclasses.is_dataclass(result) or isinstance(result, type):
+        return {}
+    out = {}
+    for f in dataclasses.fields(result):
+        value = _data(getattr(result, f.name))
+        if value is not _SKIP and value != {} and value != []:
+            out[f.name] = value
+    return out
+
+
+_SKIP = object()   # "not plain data" (None is taken: it is how NaN is written)
+
+
+def _data(value, depth: int = 0):
+    """Plain JSON for numbers, numeric arrays and nested lists/dicts of them; else ``_SKIP``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return _floats(value)
+    if isinstance(value, np.ndarray):
+        ok = value.dtype.kind in "biuf" and value.size <= MAX_EXTRA
+        return (value.tolist() if value.dtype.kind in "biu" else _floats(value)) if ok else _SKIP
+    if depth >= 3 or not isinstance(value, (Mapping, list, tuple)) or len(value) > MAX_EXTRA:
+        return _SKIP
+    if isinstance(value, Mapping):
+        items = {str(k): _data(v, depth + 1) for k, v in value.items()}
+        return _SKIP if any(v is _SKIP for v in items.values()) else items
+    items = [_data(v, depth + 1) for v in value]
+    return _SKIP if any(v is _SKIP for v in items) else items
 
 
 def _floats(a: np.ndarray):
@@ -462,8 +506,8 @@ def load(directory: str | os.PathLike, curves: bool = False):
     """One row per record file in ``directory`` (and per seed, for records of several seeds):
     ``experiment``, every config field, ``seed``, every final metric (``metric.<name>`` where
     the name is taken by a column before it), ``version``, ``git``, ``seconds``, ``cpu_seconds``
-    (NaN for records written before it was recorded), ``device``
-    and ``file``. List-valued config fields become tuples (hashable, so they can be grouped
+    (NaN for records written before it was recorded), ``device``, ``file`` and ``extras`` (the
+    record's extras, as written: for a record of several seeds, every seed's). List-valued config fields become tuples (hashable, so they can be grouped
     by); ``null`` metrics (NaN or infinite when run) become NaN.
 
     With ``curves``, each row also holds the seed's training curves: ``curve.steps`` (``[E]``, the
@@ -490,6 +534,7 @@ def load(directory: str | os.PathLike, curves: bool = False):
                 col = f"metric.{key}" if key in row or key in meta else key
                 row[col] = np.nan if values[i] is None else values[i]
             row.update(meta)
+            row["extras"] = rec.get("extras", {})
             if curves:
                 for hpath, hist in rec.get("histories", {}).items():
                     prefix = _prefix(hpath)

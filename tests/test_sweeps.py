@@ -317,3 +317,34 @@ def test_config_of_and_stored_at_rerun_a_stored_record(tmp_path):
     assert sweeps.stored_at(df, "train_loss", step, seed=99) == (np.median(both), np.ptp(both))
     with pytest.raises(ValueError, match="step must be one of the stored evaluation steps"):
         sweeps.stored_at(df, "train_loss", step + 1, seed=1)
+
+
+# ---------------------------------------------------------------- extras
+
+def test_extras_keep_plain_data_and_leave_out_models_and_big_arrays():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Result:
+        ablation: dict
+        ranks: list
+        n_params: int
+        weights: np.ndarray
+        model: object
+        loss: float
+
+    ex = sweeps._extras(Result({"p": {0: np.array([0.5, np.nan])}}, [1, 4], 12,
+                               np.zeros(sweeps.MAX_EXTRA + 1), object(), float("inf")))
+    assert ex == {"ablation": {"p": {"0": [0.5, None]}}, "ranks": [1, 4], "n_params": 12,
+                  "loss": None}
+
+
+def test_record_keeps_what_a_chapter_computes_after_training():
+    rec = sweeps.record("small_lm", {"n_layer": 1, "n_head": 2, "d": 8, "seq_len": 24,
+                                     "steps": 2, "batch_size": 4, "n_test": 8, "n_seeds": 1,
+                                     "eval_points": 2, "rank_fractions": (0.0, 1.0)})
+    ex = rec["extras"]
+    assert set(ex) == {"ablation", "ranks", "sweep", "n_params"}
+    assert set(ex["ablation"]) == {"p_the", "p_io", "p_s"} and set(ex["ablation"]["p_io"]) == {"0", "1"}
+    assert len(ex["sweep"]["p_io"]) == len(ex["ranks"]) == 2
+    json.dumps(rec, allow_nan=False)   # strict JSON
