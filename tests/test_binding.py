@@ -130,6 +130,30 @@ def test_layernorm_concepts_normalise_prediction_and_candidates_but_not_the_cont
     assert torch.equal(cand[:, :, 3], rms.concepts(p[:, :, 3], last[:, :, 3]))  # targets untouched
 
 
+def test_relation_blindness_counts_answers_of_the_head_under_another_relation(monkeypatch):
+    from revlib.experiments import jepa
+    task = binding_task(20, 10, 2, 5, [0])
+    res = jepa.Result(config=jepa.Config(n_a=20, n_b=10, n_rel=2, multiplicity=5, n_seeds=1),
+                      task=task, model=None, history=None)
+    f = task.facts["train"][0]
+    tails = {}
+    for h, r, t in f.tolist():
+        tails.setdefault(h, {})[r // 2] = t                 # one answer per head and relation pair
+    wrong = torch.tensor([tails[h][1 - r // 2] for h, r, _ in f.tolist()])
+    answer = {"gold": f[:, 2], "other": wrong}
+
+    def scores(model, task, p, last, pick=None):
+        return torch.nn.functional.one_hot(answer[pick], 30).float()[None, :p.shape[1]]
+
+    same = float((wrong[:30] == f[:30, 2]).float().mean())  # partners that coincide: correct
+    for pick, expected in (("gold", (1.0, 0.0)), ("other", (same, 1.0 - same))):
+        monkeypatch.setattr(jepa, "_scores", lambda *a, pick=pick: scores(*a, pick=pick))
+        out = jepa.relation_blindness(res, "train", n=30)
+        assert np.allclose((out["correct"][0], out["other_relation"][0]), expected)
+    with pytest.raises(ValueError, match="split"):
+        jepa.relation_blindness(res, "valid")
+
+
 def test_jepa_config_errors():
     from revlib.experiments import jepa
     from revlib.models.jepa import JEPAConfig

@@ -121,7 +121,6 @@ def run(config: Config) -> Result:
     mcfg = config.model_config(task.vocab_size + 1)
     model = JEPA(mcfg, S, seed=config.seed, memory_keys=_memory_keys(task) if config.memory else None)
     seeds_ix = torch.arange(S)[:, None]
-    entity_last = torch.ones(task.names.shape[:2], dtype=torch.long)
 
     def loss(idx):
         pred, c = model(tr[0][seeds_ix, idx], tr[1][seeds_ix, idx])
@@ -133,9 +132,7 @@ def run(config: Config) -> Result:
         cache = {}
 
         def both(p=p, last=last, gold=gold, cache=cache):
-            table = model.candidates(model.concepts(task.names, entity_last))                      # [S, E, d]
-            pred, _ = model(p, last)
-            scores = pred @ table.transpose(1, 2)                                   # [S, N, E]
+            scores = _scores(model, task, p, last)                                  # [S, N, E]
             g = scores.gather(-1, gold[..., None])
             rank = (scores > g).sum(-1) + 1
             cache["mrr"] = (1.0 / rank.float()).mean(-1)
@@ -146,6 +143,40 @@ def run(config: Config) -> Result:
     history = train(model, loss, config.train_config(), evals, n_train=tr[0].shape[1],
                     n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
     return Result(config=config, task=task, model=model, history=history)
+
+
+def _scores(model: JEPA, task: BindingTask, p: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+    """``[S, N, E]``: each prediction scored against the concept vectors of all entities."""
+    table = model.candidates(model.concepts(task.names, torch.ones(task.names.shape[:2], dtype=torch.long)))
+    pred, _ = model(p, last)
+    return pred @ table.transpose(1, 2)
+
+
+def relation_blindness(result: Result, split: str = "train", n: int = 2000) -> dict[str, np.ndarray]:
+    """How a model gets the first ``n`` facts ``(h, r, t)`` of ``split`` wrong, per seed ``[S]``:
+    ``correct``, the fraction whose top-1 answer is ``t``, and ``other_relation``, the fraction
+    whose top-1 answer is a trained answer of the same head under another relation (a tail of
+    ``h`` in ``train`` or ``atomic``). A model that knows each head's answers but ignores the
+    relation picks among them at random: with ``k`` answers per head, ``other_relation``
+    is ``k - 1`` times ``correct`` (each entity of ``E_A`` is the head of one fact per relation
+    pair, so ``k = n_rel`` on ``train``)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    _validate.integer("n", n, 1, None)
+    task, model = result.task, result.model
+    S, E = task.names.shape[:2]
+    p, last, gold = (t[:, :n] for t in patches(task, split))
+    with torch.no_grad():
+        top = _scores(model, task, p, last).argmax(-1)                              # [S, N]
+    known = torch.zeros(S, E, E, dtype=torch.bool)                                  # [S, head, tail]
+    seeds = torch.arange(S)[:, None]
+    for k in ("train", "atomic"):
+        f = task.facts[k]
+        known[seeds, f[..., 0], f[..., 2]] = True
+    heads = task.facts[split][:, :n, 0]
+    other = known[seeds, heads, top] & (top != gold)
+    return {"correct": (top == gold).float().mean(-1).numpy(),
+            "other_relation": other.float().mean(-1).numpy()}
 
 
 SWEEP = {
