@@ -75,6 +75,12 @@ def approx(value, tol: float | str, digits: int | None = None) -> str:
     return f"{nested(np.asarray(value, dtype=float))} {mark}"
 
 
+def exact(values, digits: int = 3) -> str:
+    """Numbers read from a committed file, printed as they are (no tolerance: the file does
+    not change between runs): ``exact([0.6471, 0.4567])`` gives ``"[0.647 0.457]"``."""
+    return "[" + " ".join(f"{v:.{digits}f}" for v in np.ravel(np.asarray(values, dtype=float))) + "]"
+
+
 def _normalise(text: str) -> str:
     text = re.sub(r"\s+", " ", text)
     return re.sub(r"\[ +", "[", re.sub(r" +\]", "]", text)).strip()

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import nbformat
+import numpy as np
 import pytest
 
 from revlib import report
@@ -118,3 +119,8 @@ def test_chance_mrr_and_diagonal_ranks():
     block = [[3.0, 1.0, 0.0], [2.0, 1.0, 0.0], [1.0, 1.0, 1.0]]
     # row 0: own entry largest; row 1: second; row 2: tied with two others, ties count against it
     assert list(probes.diagonal_reciprocal_rank(block, [0, 1, 2])) == [1.0, 0.5, 1 / 3]
+
+
+def test_exact_prints_stored_numbers_without_a_tolerance():
+    assert report.exact([0.6471, 0.4567]) == "[0.647 0.457]"
+    assert report.exact(np.array([[1.0]]), digits=1) == "[1.0]"

@@ -48,16 +48,11 @@ import numpy as np
 from revlib import plot, probes, sweeps
 from revlib.data.binding import binding_task
 from revlib.experiments import surface_names
-from revlib.report import approx
+from revlib.report import approx, exact
 
 plot.set_theme()
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
 TOL = {"train": 0.05, "atomic": 0.1, "test": 0.05}
-
-
-def exact(values):
-    """Stored numbers, printed as they are (no tolerance: the file does not change)."""
-    return "[" + " ".join(f"{v:.3f}" for v in values) + "]"
 
 
 def chance_of(task):
