@@ -510,9 +510,10 @@ def load(directory: str | os.PathLike, curves: bool = False):
     record's extras, as written: for a record of several seeds, every seed's). List-valued config fields become tuples (hashable, so they can be grouped
     by); ``null`` metrics (NaN or infinite when run) become NaN.
 
-    With ``curves``, each row also holds the seed's training curves: ``curve.steps`` (``[E]``, the
-    main history) and ``curve.<metric>`` (``[E]`` float arrays, NaN for ``null``), for every
-    metric named as in ``metrics``. ``np.stack(df["curve.test_mrr"])`` gives ``[rows, E]``."""
+    With ``curves``, each row also holds the seed's training curves: ``curve.<metric>`` (``[E]``
+    float arrays, NaN for ``null``) for every metric named as in ``metrics``, and the steps of
+    each history: ``curve.steps`` for the main one, ``curve.<path>.steps`` for the others
+    (``curve.histories.0.steps``). ``np.stack(df["curve.test_mrr"])`` gives ``[rows, E]``."""
     import pandas as pd
 
     rows = []
@@ -538,8 +539,7 @@ def load(directory: str | os.PathLike, curves: bool = False):
             if curves:
                 for hpath, hist in rec.get("histories", {}).items():
                     prefix = _prefix(hpath)
-                    if not prefix:
-                        row["curve.steps"] = np.asarray(hist["steps"])
+                    row[f"curve.{prefix}steps"] = np.asarray(hist["steps"])
                     for key, per_seed in hist["curves"].items():
                         row[f"curve.{prefix}{key}"] = np.array(
                             [np.nan if v is None else v for v in per_seed[i]], dtype=float)

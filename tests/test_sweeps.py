@@ -348,3 +348,17 @@ def test_record_keeps_what_a_chapter_computes_after_training():
     assert set(ex["ablation"]) == {"p_the", "p_io", "p_s"} and set(ex["ablation"]["p_io"]) == {"0", "1"}
     assert len(ex["sweep"]["p_io"]) == len(ex["ranks"]) == 2
     json.dumps(rec, allow_nan=False)   # strict JSON
+
+
+def test_load_gives_the_steps_of_every_history(tmp_path):
+    rec = {"experiment": "allocation", "config": {"d": 8}, "seeds": [0],
+           "metrics": {"histories.0.bigram_excess": [0.5]},
+           "histories": {"histories.0": {"steps": [0, 10], "lr": 0.1,
+                                         "curves": {"bigram_excess": [[1.0, 0.5]]}}},
+           "extras": {"n_params": [64]}}
+    (tmp_path / "r.json").write_text(json.dumps(rec))
+    row = sweeps.load(tmp_path, curves=True).iloc[0]
+    np.testing.assert_array_equal(row["curve.histories.0.steps"], [0, 10])
+    np.testing.assert_array_equal(row["curve.histories.0.bigram_excess"], [1.0, 0.5])
+    assert "curve.steps" not in row.index and row["extras"] == {"n_params": [64]}
+    assert np.isnan(row["cpu_seconds"])          # an older record without CPU time
