@@ -201,18 +201,22 @@ assert np.all(cut["p_io"] < full["p_io"]), (cut, full)
 # %% [markdown]
 # The stored runs are checked against the live run of §1: both train the same model on data of
 # the same distribution (the pool of training sequences grows with the number of steps, so
-# the two do not see the same sequences), so at step `STEPS` the live test loss must lie within
-# the stored seeds' range, widened by its tolerance.
+# the two do not see the same sequences). The test loss over the second half of the live
+# run (its median over the evaluations there: a single evaluation can catch an Adam spike, as
+# one fresh seed did with 1.05 at step 1000) must lie within the stored seeds' range over the
+# same steps, widened by its tolerance.
 
 # %%
 TOL_LIVE = 0.1   # nats: other sequences, and a seed that picks out IO early lowers its loss
-if STEPS in list(s_steps):
-    ref = curves["loss"][:, list(s_steps).index(STEPS)]
-    print(f"test loss at step {STEPS}: live {approx(h.final('loss'), TOL_LIVE)}, "
+half = (s_steps >= STEPS // 2) & (s_steps <= STEPS)
+live_half = np.median(h["loss"][h.steps >= STEPS // 2], axis=0)
+ref = np.median(curves["loss"][:, half], axis=1) if half.any() else None
+if ref is not None:
+    print(f"median test loss, steps {STEPS // 2}-{STEPS}: live {approx(live_half, TOL_LIVE)}, "
           f"stored seeds {exact(ref)}")
-    assert np.all(np.abs(h.final("loss") - np.median(ref)) < TOL_LIVE + np.ptp(ref))
+    assert np.all(np.abs(live_half - np.median(ref)) < TOL_LIVE + np.ptp(ref)), (live_half, ref)
 else:
-    print(f"step {STEPS} is not a stored evaluation step ({list(s_steps)}): no live comparison")
+    print(f"no stored evaluation between steps {STEPS // 2} and {STEPS}: no live comparison")
 
 # %% [markdown]
 # ## Summary

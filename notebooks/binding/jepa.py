@@ -147,7 +147,7 @@ assert np.all(blind["memory"]["other_relation"] < 0.1), blind
 # the memory script's LayerNorm on prediction and candidates, at learning rate
 # $3\cdot10^{-4}$: with the paper's default (RMS norm of the prediction only) it stays
 # relation-blind (§3), and with LayerNorm at $10^{-3}$ it collapses (the chapter has the
-# runs). The memory layer is stored at both learning rates.
+# runs). The memory layer is stored at the same learning rate.
 
 # %%
 stored = sweeps.load(STORED_DIR, curves=True)
@@ -189,7 +189,7 @@ print(f"held-out accuracy, memory against JEPA 1/1 (lr 3e-4): {exact(mem_same['t
 assert mem_same["test_acc"].min() > jepa_ln["test_acc"].max()
 assert mem_same["test_mrr"].min() > jepa_ln["test_mrr"].max()
 
-# %% mystnb={"figure": {"caption": "JEPA #Rec 1 / #Sem 1 (LayerNorm on prediction and candidates, lr 3e-4) and JEPA with a top-1 memory layer (lr 3e-4 and 1e-3) on two-token names (m = 10): 1,600 rule-teaching and 200 tested entities, 3 relation pairs, d = 64, batch 128, 20,000 AdamW steps, 3 seeds each (median and band; stored runs). Left: accuracy on the training facts. Right: held-out reverse accuracy ranked against all 1,800 entities; dotted: chance 1/200. The paper trains 80,000 entities at d = 768 for up to 3M steps.", "name": "fig-jepa-stored"}}
+# %% mystnb={"figure": {"caption": "JEPA #Rec 1 / #Sem 1 (LayerNorm on prediction and candidates, lr 3e-4) and JEPA with a top-1 memory layer (lr 3e-4) on two-token names (m = 10): 1,600 rule-teaching and 200 tested entities, 3 relation pairs, d = 64, batch 128, 20,000 AdamW steps, 3 seeds each (median and band; stored runs). Left: accuracy on the training facts. Right: held-out reverse accuracy ranked against all 1,800 entities; dotted: chance 1/200. The paper trains 80,000 entities at d = 768 for up to 3M steps.", "name": "fig-jepa-stored"}}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
 for name, g in groups.items():
     line = ax1.plot([], [])[0]
@@ -208,18 +208,21 @@ plt.show()
 #
 # The first `LIVE_STEPS` steps of the stored memory-layer run (lr $3\cdot10^{-4}$) of seed
 # `SEED` are trained again: same data and minibatches, so the metrics at step `LIVE_STEPS` must
-# agree with the stored curve up to the CPU's kernels. For a seed that is not stored they are
-# compared with the stored seeds' median, within their spread.
+# agree with the stored curve up to the CPU's kernels. If `SEED` is not stored, the stored
+# run of seed 0 is re-run instead: three stored seeds do not span what a fresh seed does
+# (one fresh seed reached train accuracy 0.56 at step 1,000 against 0.42 for seed 0), and
+# the check is of the stored file, not of the seed.
 
 # %%
 TOL_LIVE = 0.05   # kernel paths move these early-training metrics little
-live = jepa.run(sweeps.config_of(mem_same.iloc[0], steps=LIVE_STEPS, eval_points=2, seed=SEED,
-                                 n_seeds=1))
+live_seed = SEED if SEED in set(mem_same["seed"]) else int(mem_same["seed"].min())
+live = jepa.run(sweeps.config_of(mem_same.iloc[0], steps=LIVE_STEPS, eval_points=2,
+                                 seed=live_seed, n_seeds=1))
 for name in ("train_acc", "atomic_acc", "test_mrr"):
-    ref, spread = sweeps.stored_at(mem_same, name, LIVE_STEPS, SEED)
-    print(f"step {LIVE_STEPS}, {name}: live {approx(live.final(name)[0], TOL_LIVE)}, stored "
-          f"{'seed ' + str(SEED) if spread == 0 else 'median'} {ref:.3f}")
-    assert abs(live.final(name)[0] - ref) < TOL_LIVE + spread, (name, live.final(name)[0], ref)
+    ref, _ = sweeps.stored_at(mem_same, name, LIVE_STEPS, live_seed)
+    print(f"step {LIVE_STEPS}, {name}: live {approx(live.final(name)[0], TOL_LIVE)}, "
+          f"stored {ref:.3f}")
+    assert abs(live.final(name)[0] - ref) < TOL_LIVE, (name, live.final(name)[0], ref)
 
 # %% [markdown]
 # ## 6. The sweeps
