@@ -65,6 +65,26 @@ def test_config_errors_name_the_field():
         arithmetic.Config(core_frac=1.5)
     with pytest.raises(ValueError, match="chain_len"):
         arithmetic.Config(chain_len=0)
+    with pytest.raises(ValueError, match="concept_ln"):
+        arithmetic.Config(concept_ln="batchnorm")
+    with pytest.raises(ValueError, match="n_rec"):
+        arithmetic.Config(model="jepa_memory", n_rec=2)
+
+
+def test_memory_model_is_a_lookup_of_its_own_token():
+    """JEPA with memory: one frozen key per token, each token's top-1 key is its own (so every
+    token gets its own trainable value vector; at d = 64, as in the chapter), LayerNorm on both
+    sides by default."""
+    cfg = arithmetic.Config(model="jepa_memory", modulus=5, per_value=2, n_chains=4, chain_len=2,
+                            steps=2, batch_size=8, d_model=64, eval_points=2)
+    assert cfg.jepa_config(10).concept_ln == "layernorm"
+    assert arithmetic.Config(model="jepa").jepa_config(10).concept_ln == "rms"
+    r = arithmetic.run(cfg)
+    model, V = r.model, r.task.vocab_size
+    assert model.keys.shape[1] == V and not model.wte.requires_grad
+    toks = torch.arange(V).expand(cfg.n_seeds, -1)
+    top = (model._mean_embedding(toks[..., None]) @ model.keys.transpose(1, 2)).argmax(-1)
+    assert torch.equal(top, toks)
 
 
 @pytest.mark.parametrize("model", arithmetic.MODELS)

@@ -18,14 +18,18 @@ from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss
 from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
 
-MODELS = ("standard", "jepa")
+MODELS = ("standard", "jepa", "jepa_memory")
 
 
 @dataclass(frozen=True)
 class Config:
     """Data: values mod ``modulus``, ``per_value`` core entities per value, ``n_chains`` chains
     of ``chain_len`` variables, ``core_frac`` of the core sums trained. Model: ``"standard"``
-    (``n_layer`` blocks) or ``"jepa"`` (#Rec ``n_rec`` / #Sem ``n_sem``), width ``d_model``.
+    (``n_layer`` blocks), ``"jepa"`` (#Rec ``n_rec`` / #Sem ``n_sem``) or ``"jepa_memory"``
+    (the paper's JEPA with memory: the top-1 memory layer of :mod:`revlib.models.jepa` as the
+    recognition module, one key per token, then ``n_sem`` semantic blocks), width ``d_model``.
+    ``concept_ln="auto"``: as :class:`revlib.experiments.jepa.Config` (RMS norm of the
+    prediction for JEPA, learnable LayerNorm on both sides with the memory layer).
     AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``."""
 
     model: str = "standard"
@@ -39,6 +43,7 @@ class Config:
     n_sem: int = 1
     d_model: int = 64
     n_head: int = 4
+    concept_ln: str = "auto"
     lr: float = 3e-3
     weight_decay: float = 0.1
     batch_size: int = 128
@@ -59,9 +64,15 @@ class Config:
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
-        JEPAConfig(vocab_size=10, patch_len=1, n_rec=self.n_rec, n_sem=self.n_sem,
-                   d_model=self.d_model, n_head=self.n_head)   # validates the model fields
+        _validate.choice("concept_ln", self.concept_ln, ("auto", "rms", "layernorm"))
+        self.jepa_config(10)   # validates the model fields
         self.train_config()
+
+    def jepa_config(self, vocab_size: int) -> JEPAConfig:
+        memory = self.model == "jepa_memory"
+        ln = self.concept_ln if self.concept_ln != "auto" else ("layernorm" if memory else "rms")
+        return JEPAConfig(vocab_size=vocab_size, patch_len=1, n_rec=self.n_rec, n_sem=self.n_sem,
+                          d_model=self.d_model, n_head=self.n_head, memory=memory, concept_ln=ln)
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
@@ -138,9 +149,10 @@ def run(config: Config) -> Result:
             logits = model(probes[..., :-1])[..., 2, :P]                 # ranked among values
             return logits.argmax(-1) == probes[..., 3]
     else:
-        model = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1, patch_len=1, n_rec=config.n_rec,
-                                n_sem=config.n_sem, d_model=config.d_model, n_head=config.n_head),
-                     S, seed=config.seed)
+        # one memory key per token (values, entities, <=>, <mask>): every patch is one token
+        keys = torch.arange(task.vocab_size).expand(S, -1)[..., None]
+        model = JEPA(config.jepa_config(task.vocab_size + 1), S, seed=config.seed,
+                     memory_keys=keys if config.model == "jepa_memory" else None)
         last = torch.zeros(train_seqs.shape, dtype=torch.long)
 
         def loss(idx):
