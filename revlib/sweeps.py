@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from revlib import _validate
+
 _PACKAGE = "revlib.experiments"
 
 
@@ -567,6 +569,19 @@ def stored_at(rows, metric: str, step: int, seed: int) -> tuple[float, float]:
     values = np.array([c[steps.index(step)] for c in rows[f"curve.{metric}"]])
     same = values[rows["seed"].to_numpy() == seed]
     return (float(same[0]), 0.0) if len(same) else (float(np.median(values)), float(np.ptp(values)))
+
+def live_against_stored(rows, result, metrics, step: int, seed: int, tol: float):
+    """Compare a live re-run with stored records: for each of ``metrics``, ``(metric, live,
+    stored, allowed)``, where ``live`` is the final value in ``result.history`` (the history
+    the stored curves come from) of a one-seed run of ``seed`` trained for ``step`` steps, ``stored`` the value :func:`stored_at` gives, and
+    ``allowed = tol`` plus the stored seeds' spread when ``seed`` is not stored. A notebook
+    prints them and asserts ``abs(live - stored) < allowed``."""
+    _validate.real("tol", tol, 0.0, None)
+    out = []
+    for name in metrics:
+        ref, spread = stored_at(rows, name, step, seed)
+        out.append((name, float(np.asarray(result.history.final(name)).reshape(-1)[0]), ref, tol + spread))
+    return out
 
 
 def _tuples(value):

@@ -20,6 +20,7 @@ import torch
 
 import revlib
 from revlib import devices, sweeps
+from revlib.experiments import bilinear
 from revlib.cli import main
 from revlib.train import TrainConfig, train
 
@@ -317,6 +318,14 @@ def test_config_of_and_stored_at_rerun_a_stored_record(tmp_path):
     assert sweeps.stored_at(df, "train_loss", step, seed=99) == (np.median(both), np.ptp(both))
     with pytest.raises(ValueError, match="step must be one of the stored evaluation steps"):
         sweeps.stored_at(df, "train_loss", step + 1, seed=1)
+    # a live re-run of seed 0's first `step` steps is what the record holds, to the last digit
+    live = bilinear.run(sweeps.config_of(df.iloc[0], steps=step, eval_points=2, seed=0, n_seeds=1))
+    (name, got, ref, allowed), = sweeps.live_against_stored(df, live, ["train_loss"], step, 0, 0.01)
+    assert name == "train_loss" and allowed == 0.01 and got == pytest.approx(ref, abs=1e-6)
+    (_, _, ref99, allowed99), = sweeps.live_against_stored(df, live, ["train_loss"], step, 99, 0.01)
+    assert (ref99, allowed99) == (np.median(both), 0.01 + np.ptp(both))
+    with pytest.raises(ValueError, match="tol"):
+        sweeps.live_against_stored(df, live, ["train_loss"], step, 0, -1.0)
 
 
 # ---------------------------------------------------------------- extras

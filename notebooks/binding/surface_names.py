@@ -135,11 +135,12 @@ assert np.all(abstract["test_acc"] > 20 * a_chance[0]), abstract["test_acc"]
 TOL_LIVE = 0.05
 live = surface_names.run(sweeps.config_of(abstract.iloc[0], steps=LIVE_STEPS, eval_points=2,
                                           seed=SEED, n_seeds=1))
-for name in ("train_acc", "atomic_acc", "test_mrr"):
-    ref, spread = sweeps.stored_at(abstract, name, LIVE_STEPS, SEED)
-    print(f"step {LIVE_STEPS}, {name}: live {approx(live.final(name)[0], TOL_LIVE)}, stored "
-          f"{'seed ' + str(SEED) if spread == 0 else 'median'} {ref:.3f}")
-    assert abs(live.final(name)[0] - ref) < TOL_LIVE + spread, (name, live.final(name)[0], ref)
+stored_seed = SEED in set(abstract["seed"])
+for name, got, ref, allowed in sweeps.live_against_stored(
+        abstract, live, ("train_acc", "atomic_acc", "test_mrr"), LIVE_STEPS, SEED, TOL_LIVE):
+    print(f"step {LIVE_STEPS}, {name}: live {approx(got, TOL_LIVE)}, stored "
+          f"{'seed ' + str(SEED) if stored_seed else 'median'} {ref:.3f}")
+    assert abs(got - ref) < allowed, (name, got, ref)
 
 # %% mystnb={"figure": {"caption": "Standard transformer (2 layers, d = 64, no positions, tied embeddings) with one token per entity and with two-token names (multiplicity 10) on the same facts: 1,600 rule-teaching and 200 tested entities, 3 relation pairs, AdamW lr 3e-3, batch 256, 20,000 steps, 3 seeds (median and band; stored runs). Left: accuracy on the atomic facts and on the held-out reverse (test) facts. Right: test MRR against the type-aware chance (dotted). The paper trains 80,000 entities for up to 3M steps.", "name": "fig-surface-names"}}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
