@@ -210,7 +210,7 @@ plt.show()
 #
 # The recipe of §4 (LayerNorm, learning rate $3\cdot10^{-4}$, 20,000 steps, same data) with
 # one change at a time: multiplicity $m=2$ and $m=20$ instead of 10 (entities sharing each
-# name token), and #Rec 1 / #Sem 4 instead of #Sem 1; 2 seeds each (`data/sweeps/jepa_trends`,
+# name token), #Rec 1 / #Sem 4 instead of #Sem 1, and width $d=128$ instead of 64; 2 seeds each (`data/sweeps/jepa_trends`,
 # the command is in the chapter), next to the 3 stored seeds of JEPA 1/1 at $m=10$ from §4.
 # A trend in generalisation is read only among models that fit their training facts, at
 # equal steps (all 20,000).
@@ -219,10 +219,12 @@ plt.show()
 trends = sweeps.load(TRENDS_DIR, curves=True)
 print(f"stored runs: {len(trends)}, git {sorted(set(trends['git'].str[:10]))}, "
       f"{trends['cpu_seconds'].sum() / 3600:.2f} CPU hours; steps {sorted(set(trends['steps']))}")
-variants = {f"m = {m}": g for m, g in trends[trends["n_sem"] == 1].groupby("multiplicity")}
+base_shape = (trends["n_sem"] == 1) & (trends["d_model"] == 64)
+variants = {f"m = {m}": g for m, g in trends[base_shape].groupby("multiplicity")}
 variants["m = 10"] = jepa_ln
 variants = {k: variants[k].sort_values("seed") for k in sorted(variants, key=lambda k: int(k[4:]))}
 variants["#Rec 1 / #Sem 4, m = 10"] = trends[trends["n_sem"] == 4].sort_values("seed")
+variants["d = 128, m = 10"] = trends[trends["d_model"] == 128].sort_values("seed")
 fitted = {}
 for name, g in variants.items():
     fitted[name] = bool(np.all(g["train_acc"] > 0.9) and np.all(g["atomic_acc"] > 0.9))
@@ -244,12 +246,21 @@ assert np.all(by_m[-1]["test_acc"] > 5 * s_chance_acc) and np.all(by_m[-1]["test
 deep = variants["#Rec 1 / #Sem 4, m = 10"]
 print(f"depth: #Rec 1 / #Sem 4 {exact(deep['test_acc'])} against #Rec 1 / #Sem 1 "
       f"{exact(jepa_ln['test_acc'])} (held-out accuracy)")
+wide = variants["d = 128, m = 10"]
+print(f"width: d = 128 {exact(wide['test_acc'])} against d = 64 {exact(jepa_ln['test_acc'])} "
+      f"(held-out accuracy; MRR {exact(wide['test_mrr'])} against {exact(jepa_ln['test_mrr'])})")
+# Width helps a little here (the paper: "marginal"); two seeds against three are barely
+# separated, so this is printed, not asserted. Figure 4 of the paper: the memory layer
+# (d = 64, same learning rate, §4) generalises far better than the wider model, on every
+# seed against every seed.
+for key in ("test_acc", "test_mrr"):
+    assert mem_same[key].min() > wide[key].max(), (key, mem_same[key], wide[key])
 # Figure 3 of the paper: deeper is worse. Here #Rec 1 / #Sem 4 is below #Rec 1 / #Sem 1 on
 # every seed against every seed, both fitted, at equal steps (accuracy and MRR).
 for key in ("test_acc", "test_mrr"):
     assert deep[key].max() < jepa_ln[key].min(), (key, deep[key], jepa_ln[key])
 
-# %% mystnb={"figure": {"caption": "Stored runs, JEPA with LayerNorm on prediction and candidates (lr 3e-4), 1,600 + 200 entities, 3 relation pairs, d = 64, batch 128, 20,000 AdamW steps; every model fits its training facts. Left: held-out reverse accuracy during training for multiplicity m = 2, 10, 20 (#Rec 1 / #Sem 1) and for #Rec 1 / #Sem 4 at m = 10 (median and band; 3 seeds at m = 10, 2 otherwise). Right: final held-out accuracy against multiplicity (line: median; markers: seeds), and #Rec 1 / #Sem 4 at m = 10. Dotted: chance 1/200.", "name": "fig-jepa-trends"}}
+# %% mystnb={"figure": {"caption": "Stored runs, JEPA with LayerNorm on prediction and candidates (lr 3e-4), 1,600 + 200 entities, 3 relation pairs, batch 128, 20,000 AdamW steps; every model fits its training facts. Left: held-out reverse accuracy during training for multiplicity m = 2, 10, 20 (#Rec 1 / #Sem 1, d = 64), and for #Rec 1 / #Sem 4 and for width d = 128 at m = 10 (median and band; 3 seeds at m = 10, 2 otherwise). Right: final held-out accuracy against multiplicity (line: median; markers: seeds), and #Rec 1 / #Sem 4 and d = 128 at m = 10. Dotted: chance 1/200.", "name": "fig-jepa-trends"}}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
 for i, (name, g) in enumerate(variants.items()):
     plot.seed_band(ax1, g["curve.steps"].iloc[0], np.stack(g["curve.test_acc"]).T, label=name,
@@ -260,6 +271,8 @@ for m, g in zip(ms, by_m):
     ax2.plot([m] * len(g), g["test_acc"], ls="none", marker="o", ms=4, color="C0", alpha=0.6)
 ax2.plot([10] * len(deep), deep["test_acc"], ls="none", marker="s", ms=5, color="C3",
          label="#Rec 1 / #Sem 4")
+ax2.plot([10] * len(wide), wide["test_acc"], ls="none", marker="^", ms=5, color="C4",
+         label="d = 128")
 for ax in (ax1, ax2):
     ax.axhline(s_chance_acc, color="grey", ls=":", lw=1)
 ax1.set(xlabel="step", ylabel="held-out reverse accuracy", xticks=range(0, 20001, 5000))
