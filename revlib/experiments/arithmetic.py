@@ -14,7 +14,7 @@ import torch
 from revlib import _validate, repro
 from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
 from revlib.experiments.surface_names import metrics
-from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss
+from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss, resolve_concept_ln
 from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
 
@@ -64,15 +64,14 @@ class Config:
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
-        _validate.choice("concept_ln", self.concept_ln, ("auto", "rms", "layernorm"))
         self.jepa_config(10)   # validates the model fields
         self.train_config()
 
     def jepa_config(self, vocab_size: int) -> JEPAConfig:
         memory = self.model == "jepa_memory"
-        ln = self.concept_ln if self.concept_ln != "auto" else ("layernorm" if memory else "rms")
         return JEPAConfig(vocab_size=vocab_size, patch_len=1, n_rec=self.n_rec, n_sem=self.n_sem,
-                          d_model=self.d_model, n_head=self.n_head, memory=memory, concept_ln=ln)
+                          d_model=self.d_model, n_head=self.n_head, memory=memory,
+                          concept_ln=resolve_concept_ln(self.concept_ln, memory))
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",

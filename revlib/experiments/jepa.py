@@ -19,7 +19,7 @@ import torch
 
 from revlib import _validate, repro
 from revlib.data.binding import SPLITS, BindingTask, binding_task
-from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss
+from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss, resolve_concept_ln
 from revlib.train import History, TrainConfig, train
 
 
@@ -54,13 +54,11 @@ class Config:
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
-        if self.concept_ln not in ("auto", "rms", "layernorm"):
-            raise ValueError(f"concept_ln must be 'auto', 'rms' or 'layernorm', got {self.concept_ln!r}")
         self.model_config(10)
         self.train_config()  # validates the optimiser fields
 
     def model_config(self, vocab_size: int) -> JEPAConfig:
-        ln = self.concept_ln if self.concept_ln != "auto" else ("layernorm" if self.memory else "rms")
+        ln = resolve_concept_ln(self.concept_ln, self.memory)
         return JEPAConfig(vocab_size=vocab_size, n_rec=self.n_rec, n_sem=self.n_sem, d_model=self.d_model,
                           n_head=self.n_head, memory=self.memory, concept_ln=ln)
 

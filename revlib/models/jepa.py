@@ -30,6 +30,17 @@ from revlib import _validate
 from revlib.models.transformer import Block, SeedLayerNorm, SeedLinear, TransformerConfig, _stream
 
 
+def resolve_concept_ln(concept_ln: str, memory: bool) -> str:
+    """The concept norm an experiment's ``concept_ln`` asks for: ``"auto"`` is what the paper's
+    scripts use, the learnable LayerNorm with the memory layer (``concept_ln_type normal``) and
+    the parameter-free RMS norm without; ``"rms"`` and ``"layernorm"`` are kept as they are."""
+    if concept_ln not in ("auto", "rms", "layernorm"):
+        raise ValueError(f"concept_ln must be 'auto', 'rms' or 'layernorm', got {concept_ln!r}")
+    if concept_ln == "auto":
+        return "layernorm" if memory else "rms"
+    return concept_ln
+
+
 @dataclass(frozen=True)
 class JEPAConfig:
     """``vocab_size`` includes ``<pad>`` (the last id); ``patch_len`` tokens per patch."""
