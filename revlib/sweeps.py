@@ -570,11 +570,12 @@ def stored_at(rows, metric: str, step: int, seed: int) -> tuple[float, float]:
     same = values[rows["seed"].to_numpy() == seed]
     return (float(same[0]), 0.0) if len(same) else (float(np.median(values)), float(np.ptp(values)))
 
+
 def live_against_stored(rows, result, metrics, step: int, seed: int, tol: float):
     """Compare a live re-run with stored records: for each of ``metrics``, ``(metric, live,
     stored, allowed)``, where ``live`` is the final value in ``result.history`` (the history
-    the stored curves come from) of a one-seed run of ``seed`` trained for ``step`` steps, ``stored`` the value :func:`stored_at` gives, and
-    ``allowed = tol`` plus the stored seeds' spread when ``seed`` is not stored. A notebook
+    the stored curves come from) of a one-seed run of ``seed`` trained for ``step`` steps,
+    ``stored`` the value :func:`stored_at` gives, and ``allowed = tol`` plus the stored seeds' spread when ``seed`` is not stored. A notebook
     prints them and asserts ``abs(live - stored) < allowed``."""
     _validate.real("tol", tol, 0.0, None)
     out = []

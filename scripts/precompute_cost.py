@@ -18,8 +18,9 @@ estimated alone. Run it on a quiet machine: anything else running inflates the t
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,12 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def _cpu(name: str, config) -> float:
-    from revlib import repro, sweeps
+    """CPU seconds of one run, timed as a stored record times it (:func:`revlib.sweeps.record`)."""
+    from revlib import sweeps
 
-    repro.setup(getattr(config, "seed", 0))
-    start = time.process_time()
-    sweeps.experiment(name).run(config)
-    return time.process_time() - start
+    return sweeps.record(name, dataclasses.asdict(config), git=(None, None))["cpu_seconds"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     for folder in folders:
         df = sweeps.load(folder)
         name = df["experiment"].iloc[0]
-        fields = [f for f in sweeps.config_fields(name) if f not in ("seed",)]
+        fields = [f for f in sweeps.config_fields(name) if f != "seed"]
         varying = [f for f in fields if df[f].astype(str).nunique() > 1]
-        for key, g in df.groupby([df[f].astype(str) for f in fields], sort=False):
+        for _, g in df.groupby([df[f].astype(str) for f in fields], sort=False):
             row = g.iloc[0]
             steps = int(row["steps"])
             c1, c2 = (_cpu(name, sweeps.config_of(row, steps=k, eval_points=2, n_seeds=1))
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {folder.name} | {label} | {len(g)} | {steps} | {1000 * per_step:.1f} | "
                   f"{rec:.3f} | {est:.3f} |", flush=True)
             total_est += est
-            total_rec += rec if rec == rec else 0.0
+            total_rec += 0.0 if math.isnan(rec) else rec
     print(f"\nin all: {total_rec:.2f} CPU h recorded (records without CPU time not counted), "
           f"{total_est:.2f} CPU h estimated alone")
     return 0
