@@ -132,7 +132,8 @@ print(f"stored runs: {len(stored)}, git {sorted(set(stored['git'].str[:10]))}, "
       f"{stored['cpu_seconds'].sum() / 3600:.2f} CPU hours; modulus {sorted(set(stored['modulus']))}, "
       f"chains {sorted(set(stored['n_chains']))} of {sorted(set(stored['chain_len']))} sums, "
       f"steps {sorted(set(stored['steps']))}")
-s_chance = 1 / int(stored["modulus"].iloc[0])
+P_stored = int(stored["modulus"].iloc[0])
+s_chance = 1 / P_stored
 groups = {(NAMES[m], int(pv)): g.sort_values("seed")
           for (m, pv), g in sorted(stored.groupby(["model", "per_value"]),
                                    key=lambda kv: (list(NAMES).index(kv[0][0]), kv[0][1]))}
@@ -171,7 +172,6 @@ for pv, g in by["standard"].items():
 
 # %% mystnb={"figure": {"caption": "Stored runs: value accuracy on never-trained chain variables for the standard transformer (2 layers, lr 3e-3), JEPA (#Rec 1 / #Sem 1) and JEPA with the top-1 memory layer (both LayerNorm, lr 3e-4), d = 64, batch 128, P = 23, 60 chains of 3 sums, 2 seeds each. Left: during training at 16 core entities per value (median and band). Right: final accuracy (line: mean; markers: seeds) against the number of core entities (4, 8, 16 per value). Dotted: chance 1/P. The paper: P = 10,007, 10 entities per value, trees with branching 10-40, up to 3M steps.", "name": "fig-arithmetic-stored"}}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
-P_stored = int(stored["modulus"].iloc[0])
 for i, (name, per) in enumerate(by.items()):
     color = f"C{i}"
     g = per[max(per)]

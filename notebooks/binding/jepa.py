@@ -220,11 +220,11 @@ trends = sweeps.load(TRENDS_DIR, curves=True)
 print(f"stored runs: {len(trends)}, git {sorted(set(trends['git'].str[:10]))}, "
       f"{trends['cpu_seconds'].sum() / 3600:.2f} CPU hours; steps {sorted(set(trends['steps']))}")
 base_shape = (trends["n_sem"] == 1) & (trends["d_model"] == 64)
-variants = {f"m = {m}": g for m, g in trends[base_shape].groupby("multiplicity")}
-variants["m = 10"] = jepa_ln
-variants = {k: variants[k].sort_values("seed") for k in sorted(variants, key=lambda k: int(k[4:]))}
-variants["#Rec 1 / #Sem 4, m = 10"] = trends[trends["n_sem"] == 4].sort_values("seed")
-variants["d = 128, m = 10"] = trends[trends["d_model"] == 128].sort_values("seed")
+variants = {f"m = {m}": jepa_ln if m == 10 else trends[base_shape & (trends["multiplicity"] == m)]
+            for m in (2, 10, 20)}
+variants["#Rec 1 / #Sem 4, m = 10"] = trends[trends["n_sem"] == 4]
+variants["d = 128, m = 10"] = trends[trends["d_model"] == 128]
+variants = {name: g.sort_values("seed") for name, g in variants.items()}
 fitted = {}
 for name, g in variants.items():
     fitted[name] = bool(np.all(g["train_acc"] > 0.9) and np.all(g["atomic_acc"] > 0.9))
