@@ -137,12 +137,19 @@ s_chance = 1 / P_stored
 groups = {(NAMES[m], int(pv)): g.sort_values("seed")
           for (m, pv), g in sorted(stored.groupby(["model", "per_value"]),
                                    key=lambda kv: (list(NAMES).index(kv[0][0]), kv[0][1]))}
+def first_step_above(g, metric, level):
+    """Per seed, the first recorded step at which ``metric`` exceeds ``level`` (-1: never)."""
+    steps, curves = np.asarray(g["curve.steps"].iloc[0]), np.stack(g[f"curve.{metric}"])
+    return [int(steps[c > level][0]) if np.any(c > level) else -1 for c in curves]
+
+
 for (name, pv), g in groups.items():
     peak = np.stack(g["curve.probe_acc"]).max(-1)
     print(f"{name}, {pv} per value, lr {g['lr'].iloc[0]:g}, seeds {list(g['seed'])}: "
           f"train {exact(g['train_acc'])}, all {exact(g['probe_acc'])}, "
           f"forward only {exact(g['forward_acc'])}, needs reverse {exact(g['reverse_acc'])}, "
-          f"best all over the recorded steps {exact(peak)}")
+          f"best all over the recorded steps {exact(peak)}, train accuracy above 0.9 from step "
+          f"{first_step_above(g, 'train_acc', 0.9)}")
 for pv in sorted(set(stored["per_value"])):
     t = sweeps.config_of(stored[stored["per_value"] == pv].iloc[0])
     facts = arithmetic_task(t.modulus, int(pv), t.n_chains, t.chain_len, t.core_frac, [0])

@@ -231,6 +231,9 @@ for name, g in variants.items():
     print(f"{name}, seeds {list(g['seed'])}: train {exact(g['train_acc'])}, atomic "
           f"{exact(g['atomic_acc'])}, held-out accuracy {exact(g['test_acc'])}, MRR "
           f"{exact(g['test_mrr'])}; fits: {fitted[name]}")
+    steps = list(g["curve.steps"].iloc[0])
+    print("  held-out accuracy at steps " + ", ".join(
+        f"{st}: {exact([c[steps.index(st)] for c in g['curve.test_acc']])}" for st in (10000, 12000, 16000)))
 print(f"held-out chance: accuracy {s_chance_acc:.4f}, MRR {s_chance_mrr:.4f}")
 # every model of the comparison fits its training facts, on every seed: the trends below
 # are among fitted models
