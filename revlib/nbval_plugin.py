@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from revlib import report
 
+GLUE_PREFIX = "application/papermill.record/"  # myst-nb's mime prefix for hidden glue
+
 
 def _text_fields(output) -> list[tuple[str, dict, str]]:
     """(comparison key, container, field) for each text in one output, keyed as nbval does."""
@@ -20,7 +22,14 @@ def _text_fields(output) -> list[tuple[str, dict, str]]:
     data = output.get("data")
     if not isinstance(data, dict):
         return []
-    return [(k, data, k) for k in data if k.startswith("text/")]
+    return [(k, data, k) for k in data if k.startswith(("text/", GLUE_PREFIX + "text/"))]
+
+
+def _with_tol(text: str, output) -> str:
+    """A glued number (:meth:`revlib.claims.Ledger.glue`) carries its tolerance in the output's
+    metadata, not in its text: put it back for the comparison."""
+    tol = (output.get("metadata") or {}).get("revlib_tol")
+    return text if tol is None else f"[{text}] {report.MARK}{tol:g}"
 
 
 def _install() -> None:
@@ -35,15 +44,16 @@ def _install() -> None:
         ref_by_key: dict[str, list] = {}
         for out in ref:
             for key, box, field in _text_fields(out):
-                ref_by_key.setdefault(key, []).append(box[field])
+                ref_by_key.setdefault(key, []).append((box[field], out))
         seen: dict[str, int] = {}
         for out in test:
             for key, box, field in _text_fields(out):
                 k = seen.get(key, 0)
                 seen[key] = k + 1
                 if k < len(ref_by_key.get(key, [])):
-                    stored = ref_by_key[key][k]
-                    problems = report.compare(self.sanitize(stored), self.sanitize(box[field]))
+                    stored, ref_out = ref_by_key[key][k]
+                    problems = report.compare(self.sanitize(_with_tol(stored, ref_out)),
+                                              self.sanitize(_with_tol(box[field], ref_out)))
                     if not problems:
                         box[field] = stored
                     else:

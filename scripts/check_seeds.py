@@ -34,7 +34,8 @@ def _run_one(job: dict) -> dict:
 
     path = Path(job["notebook"])
     nb = load_notebook_node(str(path))  # papermill's reader adds the metadata it relies on
-    nb = parameterize_notebook(nb, {"SEED": job["seed"]}) if job["seed"] is not None else nb
+    params = job.get("params") or ({"SEED": job["seed"]} if job.get("seed") is not None else {})
+    nb = parameterize_notebook(nb, params) if params else nb
     old = dict(os.environ)
     os.environ.update(job["env"])  # the kernel inherits the environment of this process
     start = time.time()
@@ -63,7 +64,7 @@ def _run_one(job: dict) -> dict:
         cells.append({"index": i, "asserts": "assert" in cell.source, "error": error,
                       "text": "".join(text), "first_line": cell.source.splitlines()[0][:60]
                       if cell.source else ""})
-    return {"notebook": str(path.relative_to(ROOT)), "seed": job["seed"], "env": job["env"],
+    return {"notebook": str(path.relative_to(ROOT)), "seed": job.get("seed"), "env": job["env"],
             "seconds": round(time.time() - start, 1), "cells": cells}
 
 

@@ -1,0 +1,361 @@
+"""Claims: one sentence, a measurement per seed, a test with a margin, and the controls that break it.
+
+A notebook states each of its claims through one :class:`Ledger`::
+
+    ledger = claims.Ledger("reversal/bilinear", control=CONTROL,
+                           controls={"reverse_in_training": "the held-out reverse facts are trained"},
+                           scale=f"m = {M}, n = {N_PAIRS}, d = {D}", paper_scale="unknown",
+                           size_knobs={"M": M, "N_PAIRS": N_PAIRS})
+    fit = ledger.precondition("fit", "the training facts are fitted", train_loss / log_m,
+                              below=0.05, tol=0.01)
+    ledger.check("reverse-at-log-m", "the held-out reverse loss stays at log m",
+                 reverse_loss / log_m, above=0.9, below=1.1, tol=0.02, paper="unknown",
+                 controls=("reverse_in_training",), requires=("fit",))
+    ledger.summary()
+
+The test of a claim is a bound on every seed's value (``above``, ``below`` or both). Its
+*margin* is the smallest distance by which any seed clears a bound (negative when a seed does
+not): the claim holds when the margin is positive. The printed tolerance ``tol`` (what nbval
+lets a re-run move, see :mod:`revlib.report`) must be smaller than the margin, so that a
+number nbval accepts cannot flip the verdict; the test suite checks this on every stored
+ledger.
+
+Controls are cheap runs of the same notebook (its ``CONTROL`` parameter) in which the
+mechanism is removed or the answer is given. A claim names the controls under which its test
+must fail. Outcomes, per claim and run:
+
+- default run (``CONTROL = "none"``): the claim must hold;
+- under a control the claim names: the claim must fail (the control broke it);
+- under another control: recorded, not required either way;
+- a ``requires`` precondition that did not hold: the claim is *untested* ("not fitted at this
+  budget"), neither held nor failed.
+
+In the default mode a required outcome that does not happen raises ``AssertionError`` at the
+claim (after printing its line). With ``REVLIB_CLAIMS=record`` (``scripts/check-claims``)
+nothing raises and the ledger is written as JSON to ``REVLIB_LEDGER`` when set.
+:meth:`Ledger.identity` shows a fact that holds by construction: printed and asserted as a
+sanity check, marked as an illustration, never counted as evidence.
+
+The ledger is stored in the notebook itself: :meth:`Ledger.summary` displays a table whose
+output metadata (``revlib_ledger``, which nbval does not compare) carries every record; the
+book's scorecard page (``book/claims.md``) is built from those.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from revlib import report
+
+MODES = ("assert", "record")
+VERDICTS = ("reproduced", "partly", "not reproduced")
+_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def mode() -> str:
+    """``REVLIB_CLAIMS``: ``assert`` (default) or ``record``."""
+    value = os.environ.get("REVLIB_CLAIMS", "assert")
+    if value not in MODES:
+        raise ValueError(f"REVLIB_CLAIMS must be one of {MODES}, got {value!r}")
+    return value
+
+
+@dataclass
+class Record:
+    """One checked claim, precondition or identity, as stored in the ledger."""
+
+    id: str
+    kind: str                 # "claim", "precondition" or "identity"
+    sentence: str
+    values: list[float]       # one per seed (or a single value)
+    above: float | None
+    below: float | None
+    tol: float
+    margin: float             # > 0: holds; <= 0: fails; nan: untested
+    outcome: str              # "holds", "fails" or "untested"
+    expected: str             # "holds", "fails" (under one of its controls) or "any"
+    paper: str = "unknown"
+    verdict: str = "reproduced"
+    controls: list[str] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
+    cell: str = ""            # HTML anchor of the printed line
+
+
+def _as_values(values) -> np.ndarray:
+    arr = np.asarray(values, dtype=float).ravel()
+    if arr.size == 0:
+        raise ValueError("values must hold at least one number")
+    return arr
+
+
+def margin_of(values, above: float | None = None, below: float | None = None) -> float:
+    """Smallest distance by which every value clears its bounds (negative if one does not;
+    ``-inf`` for a NaN value)."""
+    if above is None and below is None:
+        raise ValueError("a test needs a bound: give above=, below= or both")
+    if above is not None and below is not None and not above < below:
+        raise ValueError(f"above must be smaller than below, got above={above}, below={below}")
+    arr = _as_values(values)
+    if np.isnan(arr).any():
+        return -math.inf
+    gaps = []
+    if above is not None:
+        gaps.append(arr - above)
+    if below is not None:
+        gaps.append(below - arr)
+    return float(np.min(np.concatenate(gaps)))
+
+
+def _test_text(above, below) -> str:
+    if above is not None and below is not None:
+        return f"each in ({above:g}, {below:g})"
+    return f"each > {above:g}" if above is not None else f"each < {below:g}"
+
+
+class Ledger:
+    """The claims of one notebook run. ``notebook``: its path under ``notebooks/`` without
+    suffix (``"reversal/bilinear"``); ``control``: ``"none"`` or a key of ``controls``
+    (name -> what the control removes or gives away); ``scale``/``paper_scale``: the sizes of
+    this run and of the paper's (``"unknown"`` where not known); ``size_knobs``: the
+    ``parameters``-cell names that ``scripts/check-claims --scale K`` multiplies, with their
+    values in this run; ``quick``: parameter values that make the control runs of CI cheaper
+    (``check-claims --quick``) while giving the same verdicts."""
+
+    def __init__(self, notebook: str, *, control: str = "none",
+                 controls: dict[str, str] | None = None, scale: str = "",
+                 paper_scale: str = "unknown", size_knobs: dict[str, float] | None = None,
+                 quick: dict[str, object] | None = None):
+        if not re.fullmatch(r"[a-z_]+/[a-z0-9_]+", notebook or ""):
+            raise ValueError(f"notebook must look like 'part/name', got {notebook!r}")
+        self.controls = dict(controls or {})
+        for name in self.controls:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name == "none":
+                raise ValueError(f"control names must be lower_snake_case and not 'none', got {name!r}")
+        if control != "none" and control not in self.controls:
+            raise ValueError(f"CONTROL must be 'none' or one of {sorted(self.controls)}, got {control!r}")
+        self.notebook, self.control = notebook, control
+        self.scale, self.paper_scale = scale, paper_scale
+        self.size_knobs = dict(size_knobs or {})
+        self.quick = dict(quick or {})
+        self.records: dict[str, Record] = {}
+        self.mode = mode()
+
+    # -- stating -----------------------------------------------------------------------------
+    def _record(self, rec: Record, label: str) -> Record:
+        if not _ID.fullmatch(rec.id):
+            raise ValueError(f"claim id must be lower-case letters, digits, '-' or '_', got {rec.id!r}")
+        if rec.id in self.records:
+            raise ValueError(f"claim id {rec.id!r} is used twice in {self.notebook}")
+        rec.cell = f"claim-{self.notebook.split('/')[-1]}-{rec.id}"
+        self.records[rec.id] = rec
+        self._show(rec, label)
+        return rec
+
+    def _line(self, rec: Record, label: str) -> str:
+        values = report.approx(rec.values if len(rec.values) > 1 else rec.values[0], rec.tol)
+        test = _test_text(rec.above, rec.below)
+        if rec.outcome == "untested":
+            missing = ", ".join(r for r in rec.requires if not self._held(r))
+            return f"[{label} {rec.id}] {rec.sentence}: {values}; untested ({missing} did not hold: not fitted at this budget)"
+        margin = report.approx(rec.margin, rec.tol) if math.isfinite(rec.margin) else "-inf"
+        verdict = rec.outcome
+        if self.control != "none":
+            verdict += f" under control {self.control}" + (
+                " (as it must)" if rec.expected == "fails" and rec.outcome == "fails" else
+                " (THE CONTROL DID NOT BREAK IT)" if rec.expected == "fails" else "")
+        return f"[{label} {rec.id}] {rec.sentence}: {values}; test {test}, margin {margin}: {verdict}"
+
+    def _show(self, rec: Record, label: str) -> None:
+        line = self._line(rec, label)
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+            shell = get_ipython()
+        except ImportError:  # pragma: no cover - IPython ships with the notebooks' kernel
+            shell = None
+        if shell is None:
+            print(line)
+        else:
+            import html
+            display({"text/plain": line,
+                     "text/html": f'<pre class="revlib-claim revlib-{rec.outcome}" id="{rec.cell}">'
+                                  f"{html.escape(line)}</pre>"}, raw=True)
+
+    def _held(self, rid: str) -> bool:
+        rec = self.records.get(rid)
+        if rec is None:
+            raise ValueError(f"requires names {rid!r}, which this notebook has not checked yet")
+        return rec.outcome == "holds"
+
+    def _judge(self, kind, id, sentence, values, above, below, tol, paper, verdict,
+               controls, requires) -> Record:
+        report._parse_tol(tol)
+        if isinstance(tol, str):
+            raise ValueError("tol must be an absolute number here (the margin is compared with it)")
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+        for c in controls:
+            if c not in self.controls:
+                raise ValueError(f"claim {id!r} names control {c!r}; declared: {sorted(self.controls)}")
+        arr = _as_values(values)
+        margin = margin_of(arr, above, below)
+        if requires and not all(self._held(r) for r in requires):
+            outcome, margin = "untested", math.nan
+        else:
+            outcome = "holds" if margin > 0 else "fails"
+        if self.control == "none":
+            expected = "holds"
+        elif self.control in controls:
+            expected = "fails"
+        else:
+            expected = "any"
+        return Record(id=id, kind=kind, sentence=sentence, values=[float(v) for v in arr],
+                      above=above, below=below, tol=float(tol), margin=margin, outcome=outcome,
+                      expected=expected, paper=str(paper), verdict=verdict,
+                      controls=list(controls), requires=list(requires))
+
+    def check(self, id: str, sentence: str, values, *, above: float | None = None,
+              below: float | None = None, tol: float, paper="unknown",
+              verdict: str = "reproduced", controls: tuple[str, ...] = (),
+              requires: tuple[str, ...] = ()) -> bool:
+        """State a claim: every value must lie above ``above`` and/or below ``below``.
+        ``paper``: the paper's number or statement (``"unknown"`` if not known);
+        ``verdict``: how our claim stands to the paper's (``"reproduced"``, ``"partly"``,
+        ``"not reproduced"`` for a claim that states a non-reproduction); ``controls``:
+        the controls under which the test must fail (at least one); ``requires``: ids of
+        preconditions checked before. Returns whether the claim held."""
+        if not controls:
+            raise ValueError(f"claim {id!r} names no control: an empirical claim needs one under which it fails")
+        rec = self._record(self._judge("claim", id, sentence, values, above, below, tol, paper,
+                                       verdict, controls, requires), "claim")
+        self._enforce(rec)
+        return rec.outcome == "holds"
+
+    def precondition(self, id: str, sentence: str, values, *, above: float | None = None,
+                     below: float | None = None, tol: float) -> bool:
+        """A condition the claims after it need (the training facts are fitted). Reported apart
+        from them: when it fails, the claims that require it read "untested"; it never raises
+        by itself (a stored output that said it held makes nbval catch the change)."""
+        rec = self._record(self._judge("precondition", id, sentence, values, above, below, tol,
+                                       "unknown", "reproduced", (), ()), "precondition")
+        rec.expected = "any"
+        return rec.outcome == "holds"
+
+    def identity(self, id: str, sentence: str, values, *, above: float | None = None,
+                 below: float | None = None, tol: float) -> bool:
+        """Something true by construction (a structural zero, a parameter count): shown as an
+        illustration and asserted as a sanity check of the code, never counted as evidence."""
+        rec = self._record(self._judge("identity", id, sentence, values, above, below, tol,
+                                       "unknown", "reproduced", (), ()), "identity")
+        rec.expected = "holds"
+        if self.mode == "assert" and rec.outcome != "holds":
+            raise AssertionError(f"identity {id!r} of {self.notebook} does not hold: {rec.values}")
+        return rec.outcome == "holds"
+
+    def _enforce(self, rec: Record) -> None:
+        if self.mode != "assert" or rec.outcome == "untested" or rec.expected == "any":
+            return
+        if rec.outcome != rec.expected:
+            where = "" if self.control == "none" else f" under control {self.control!r}"
+            raise AssertionError(f"claim {rec.id!r} of {self.notebook} {rec.outcome}{where}, "
+                                 f"expected to {rec.expected.rstrip('s')}: values {rec.values}, "
+                                 f"test {_test_text(rec.above, rec.below)}, margin {rec.margin:.4g}")
+
+    def glue(self, name: str, value, tol: float | None = None, digits: int | None = None) -> str:
+        """Glue a number for the chapter's prose (myst-nb ``{glue:text}``), rounded like the
+        printed lines: with ``tol``, to one decimal finer than it (nbval compares it within
+        ``tol``); without, to ``digits`` decimals (a number that must not move, e.g. read from
+        a stored run). Arrays are glued as "a–b" (min to max). Returns the glued text."""
+        if tol is None and digits is None:
+            raise ValueError("glue needs tol= (a measured number) or digits= (a fixed one)")
+        if digits is None:
+            digits = report._digits_for(float(tol) / 10)
+        arr = _as_values(value)
+        fmt = (lambda v: f"{v:.{digits}f}")
+        text = fmt(arr[0]) if arr.size == 1 else f"{fmt(arr.min())}–{fmt(arr.max())}"
+        key = f"{self.notebook.split('/')[-1]}.{name}"
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+            shell = get_ipython()
+        except ImportError:  # pragma: no cover
+            shell = None
+        if shell is not None:
+            # hidden in the page as myst-nb's glue(display=False) is; pasted by {glue:text}
+            prefix = "application/papermill.record/"
+            meta = {"scrapbook": {"name": key, "mime_prefix": prefix}}
+            if tol is not None:
+                meta["revlib_tol"] = float(tol)
+            display({prefix + "text/plain": text}, raw=True, metadata=meta)
+        return text
+
+    # -- the ledger ---------------------------------------------------------------------------
+    def as_dict(self) -> dict:
+        return {"notebook": self.notebook, "control": self.control, "controls": self.controls,
+                "scale": self.scale, "paper_scale": self.paper_scale,
+                "size_knobs": self.size_knobs, "quick": self.quick,
+                "records": [asdict(r) for r in self.records.values()]}
+
+    def problems(self) -> list[str]:
+        """Required outcomes that did not happen (empty when the run is as it must be)."""
+        out = []
+        for r in self.records.values():
+            if r.expected != "any" and r.outcome not in ("untested", r.expected):
+                out.append(f"{r.id}: {r.outcome}, expected to {r.expected.rstrip('s')}")
+        return out
+
+    def summary(self) -> None:
+        """Print the ledger (one line per record) and store it in the notebook; with
+        ``REVLIB_LEDGER`` set, also write it there as JSON (atomically)."""
+        counts = {k: sum(r.outcome == k for r in self.records.values() if r.kind == "claim")
+                  for k in ("holds", "fails", "untested")}
+        n_id = sum(r.kind == "identity" for r in self.records.values())
+        head = (f"ledger {self.notebook} (control: {self.control}): {len(self.records)} records; "
+                f"claims {counts['holds']} held, {counts['fails']} failed, "
+                f"{counts['untested']} untested; {n_id} identities (illustrations, not evidence)")
+        lines = [head] + [f"  {r.kind:12s} {r.id:28s} {r.outcome}" for r in self.records.values()]
+        text = "\n".join(lines)
+        data = self.as_dict()
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+            shell = get_ipython()
+        except ImportError:  # pragma: no cover
+            shell = None
+        if shell is None:
+            print(text)
+        else:
+            display({"text/plain": text}, raw=True, metadata={"revlib_ledger": data})
+        target = os.environ.get("REVLIB_LEDGER")
+        if target:
+            write_json(Path(target), data)
+
+
+def write_json(path: Path, data) -> None:
+    """Write ``data`` as JSON atomically (a temporary file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1, allow_nan=True))
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def ledger_of(notebook: dict | str | Path) -> dict | None:
+    """The ledger stored in an executed notebook (a path or its JSON), or ``None``."""
+    nb = json.loads(Path(notebook).read_text()) if isinstance(notebook, (str, Path)) else notebook
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            meta = out.get("metadata") or {}
+            if "revlib_ledger" in meta:
+                return meta["revlib_ledger"]
+    return None

@@ -1,0 +1,180 @@
+"""Run every notebook in each of its controls and report which claims its controls break.
+
+Used by ``scripts/check-claims``. A notebook's controls, size knobs and quick sizes are read
+from the ledger stored in its executed ``.ipynb`` (:mod:`revlib.claims`). Each run executes
+a copy of the notebook with ``CONTROL`` (and, with ``--scale``/``--quick``/``--seed``, other
+parameters) injected the papermill way, in record mode (``REVLIB_CLAIMS=record``: nothing
+raises), and reads the ledger the run writes. Prints one table:
+
+    notebook | claim | default run | under <control> ...
+
+and exits 1 where a claim did not fail under a control it names, or (at scale 1) did not hold
+on the default run, or a run wrote no ledger. With ``--scale K`` it reports which claims held,
+which were untested because their precondition did not hold (not fitted at this budget), and
+which failed, and exits 1 only where a run broke (no ledger).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from check_seeds import _run_one  # noqa: E402  (one way to execute a notebook copy)
+
+from revlib import claims  # noqa: E402
+
+
+def _scaled(knobs: dict, k: float) -> dict:
+    out = {}
+    for name, value in knobs.items():
+        if isinstance(value, bool):
+            continue
+        out[name] = int(round(value * k)) if isinstance(value, int) else float(value) * k
+    return out
+
+
+def _job(path: Path, stored: dict, control: str, args, ledger_dir: Path) -> dict:
+    params = {"CONTROL": control}
+    if args.seed is not None:
+        params["SEED"] = args.seed
+    if args.quick:
+        params.update(stored.get("quick", {}))
+    if args.scale != 1:
+        params.update(_scaled(stored.get("size_knobs", {}), args.scale))
+    for item in args.set:
+        name, _, value = item.partition("=")
+        params[name] = json.loads(value)
+    name = f"{path.stem}--{control}.json"
+    env = {"REVLIB_CLAIMS": "record", "REVLIB_LEDGER": str(ledger_dir / name)}
+    return {"notebook": str(path), "params": params, "env": env, "control": control,
+            "ledger": str(ledger_dir / name)}
+
+
+def _run(job: dict) -> dict:
+    res = _run_one(job)
+    path = Path(job["ledger"])
+    res["ledger"] = json.loads(path.read_text()) if path.exists() else None
+    res["control"] = job["control"]
+    res["params"] = job["params"]
+    res["errors"] = [c["error"] for c in res["cells"] if c["error"]]
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("notebooks", nargs="*", help="notebooks (.ipynb or .py); default: all")
+    ap.add_argument("--controls-only", action="store_true",
+                    help="skip the default run (nbval already checks it)")
+    ap.add_argument("--quick", action="store_true",
+                    help="apply each notebook's declared quick sizes (as CI does)")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply every declared size knob by K (runs the default only)")
+    ap.add_argument("--seed", type=int, default=None, help="SEED for every run")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=JSON",
+                    help="another parameter for every run (JSON value)")
+    ap.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
+    ap.add_argument("--out", default="_build/check-claims", help="folder for the ledgers")
+    args = ap.parse_args()
+    if args.scale <= 0:
+        ap.error("--scale must be positive")
+    paths = [Path(p).with_suffix(".ipynb").resolve() for p in args.notebooks] or sorted(
+        (ROOT / "notebooks").glob("*/*.ipynb"))
+    out = ROOT / args.out
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("REVLIB_FIGURES_DIR", tempfile.mkdtemp(prefix="check-claims-figs-"))
+    jobs, skipped = [], []
+    for p in paths:
+        stored = claims.ledger_of(p)
+        if stored is None:
+            skipped.append(p)
+            continue
+        controls = [] if args.scale != 1 else list(stored["controls"])
+        runs = controls if args.controls_only and args.scale == 1 else ["none"] + controls
+        jobs += [_job(p, stored, c, args, out) for c in runs]
+    for p in skipped:
+        print(f"{p.relative_to(ROOT)}: no ledger stored (no claims stated through revlib.claims)")
+    start = time.time()
+    results: list[dict] = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for res in pool.map(_run, jobs):
+            note = "" if res["ledger"] else "  NO LEDGER (the run broke)"
+            print(f"{res['notebook']:42s} {res['control']:24s} {res['seconds']:6.1f} s{note}",
+                  flush=True)
+            results.append(res)
+    print(f"\n{len(results)} runs in {time.time() - start:.0f} s wall\n")
+    bad = table(results, args.scale)
+    return 1 if bad else 0
+
+
+def table(results: list[dict], scale: float) -> int:
+    """Print the claims table; return how many required outcomes did not happen."""
+    bad = 0
+    by_nb: dict[str, dict[str, dict]] = {}
+    for r in results:
+        by_nb.setdefault(r["notebook"], {})[r["control"]] = r
+    for nb, runs in by_nb.items():
+        controls = [c for c in runs if c != "none"]
+        print(f"## {nb}  " + ", ".join(f"{c}: {runs[c]['seconds']:.0f} s" for c in runs))
+        head = "| claim | default run | " + " | ".join(f"under {c}" for c in controls) + " |"
+        print(head)
+        print("|---|---|" + "---|" * len(controls))
+        ids: list[str] = []
+        for r in runs.values():
+            for rec in (r["ledger"] or {}).get("records", []):
+                if rec["id"] not in ids:
+                    ids.append(rec["id"])
+        for r in runs.values():
+            if r["ledger"] is None:
+                bad += 1
+                print(f"| (run {r['control']} wrote no ledger: {r['errors'][:1]}) |")
+        for rid in ids:
+            cells = []
+            kind = ""
+            for c in ["none"] + controls:
+                r = runs.get(c)
+                rec = next((x for x in (r["ledger"] or {}).get("records", []) if x["id"] == rid),
+                           None) if r else None
+                if r is None:
+                    cells.append("not run")
+                    continue
+                if rec is None:
+                    cells.append("missing")
+                    if c != "none" and r["ledger"] is not None:
+                        pass
+                    continue
+                kind = rec["kind"]
+                text = rec["outcome"]
+                if rec["expected"] == "fails":
+                    ok = rec["outcome"] == "fails"
+                    text = "fails (must)" if ok else f"{rec['outcome'].upper()} (must fail)"
+                    bad += not ok
+                elif c == "none" and scale == 1 and rec["kind"] != "precondition":
+                    ok = rec["outcome"] == "holds"
+                    text = "holds" if ok else rec["outcome"].upper()
+                    bad += not ok
+                cells.append(text)
+            # a claim must name a control, and that control must have been run
+            if kind == "claim" and not any("(must" in x for x in cells[1:]) and controls:
+                named = next(x for r in runs.values() for x in (r["ledger"] or {}).get("records", [])
+                             if x["id"] == rid)["controls"]
+                if not set(named) & set(controls):
+                    cells.append("no control of it was run")
+                    bad += 1
+            print(f"| {kind} {rid} | " + " | ".join(cells) + " |")
+        print()
+    print("all required outcomes happened" if not bad else f"{bad} required outcome(s) did not happen")
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())

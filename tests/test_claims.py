@@ -1,0 +1,102 @@
+"""revlib.claims: margins, outcomes under controls, preconditions, and every stored ledger."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from revlib import claims
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
+
+
+def _ledger(control="none"):
+    return claims.Ledger("reversal/bilinear", control=control,
+                         controls={"reverse_in_training": "reverse facts trained"})
+
+
+def test_margin_is_the_smallest_clearance():
+    assert claims.margin_of([0.2, 0.3], below=0.5) == pytest.approx(0.2)
+    assert claims.margin_of([0.95, 1.02], above=0.9, below=1.1) == pytest.approx(0.05)
+    assert claims.margin_of([0.5], above=0.9) == pytest.approx(-0.4)
+    assert claims.margin_of([float("nan")], above=0.0) == -math.inf
+    with pytest.raises(ValueError, match="bound"):
+        claims.margin_of([1.0])
+    with pytest.raises(ValueError, match="above must be smaller"):
+        claims.margin_of([1.0], above=2, below=1)
+
+
+def test_a_claim_holds_fails_and_is_broken_by_its_control(monkeypatch):
+    monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
+    led = _ledger()
+    assert led.check("a", "s", [1.0, 1.01], above=0.9, below=1.1, tol=0.02,
+                     controls=("reverse_in_training",))
+    with pytest.raises(AssertionError, match="fails, expected to hold"):
+        led.check("b", "s", [0.5], above=0.9, tol=0.02, controls=("reverse_in_training",))
+    ctl = _ledger("reverse_in_training")
+    assert not ctl.check("a", "s", [0.2], above=0.9, tol=0.02, controls=("reverse_in_training",))
+    with pytest.raises(AssertionError, match="holds under control"):
+        ctl.check("b", "s", [1.0], above=0.9, tol=0.02, controls=("reverse_in_training",))
+
+
+def test_record_mode_never_raises_and_writes_the_ledger(monkeypatch, tmp_path):
+    monkeypatch.setenv("REVLIB_CLAIMS", "record")
+    monkeypatch.setenv("REVLIB_LEDGER", str(tmp_path / "l.json"))
+    led = _ledger("reverse_in_training")
+    led.check("b", "s", [1.0], above=0.9, tol=0.02, controls=("reverse_in_training",))
+    assert led.problems() == ["b: holds, expected to fail"]
+    led.summary()
+    data = json.loads((tmp_path / "l.json").read_text())
+    assert data["records"][0]["outcome"] == "holds" and data["control"] == "reverse_in_training"
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_an_unmet_precondition_leaves_its_claims_untested(monkeypatch):
+    monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
+    led = _ledger()
+    assert not led.precondition("fit", "fitted", [0.4], below=0.05, tol=0.01)
+    assert not led.check("a", "s", [0.0], above=0.9, tol=0.02, controls=("reverse_in_training",),
+                         requires=("fit",))  # would fail, but is untested: no raise
+    assert led.records["a"].outcome == "untested"
+    with pytest.raises(ValueError, match="has not checked yet"):
+        led.check("c", "s", [1.0], above=0.9, tol=0.02, controls=("reverse_in_training",),
+                  requires=("nope",))
+
+
+def test_bad_claims_are_refused():
+    led = _ledger()
+    with pytest.raises(ValueError, match="names no control"):
+        led.check("a", "s", [1.0], above=0.9, tol=0.02)
+    with pytest.raises(ValueError, match="names control 'x'"):
+        led.check("a", "s", [1.0], above=0.9, tol=0.02, controls=("x",))
+    with pytest.raises(ValueError, match="CONTROL must be"):
+        _ledger("nope")
+    with pytest.raises(ValueError, match="claim id"):
+        led.check("Bad Id", "s", [1.0], above=0.9, tol=0.02, controls=("reverse_in_training",))
+    with pytest.raises(ValueError, match="verdict"):
+        led.check("a", "s", [1.0], above=0.9, tol=0.02, controls=("reverse_in_training",),
+                  verdict="sort of")
+    led.identity("i", "s", [1.0], above=0.5, tol=0.1)
+    with pytest.raises(ValueError, match="used twice"):
+        led.identity("i", "s", [1.0], above=0.5, tol=0.1)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_stored_ledger_tolerances_are_below_margins(path):
+    """A number nbval accepts (within its printed tolerance) cannot flip a verdict."""
+    ledger = claims.ledger_of(path)
+    if ledger is None:
+        pytest.skip(f"{path.name} stores no ledger")
+    assert ledger["control"] == "none", "the stored run is the default run"
+    for rec in ledger["records"]:
+        if rec["kind"] == "claim":
+            assert rec["controls"], f"{rec['id']} names no control"
+            assert rec["outcome"] == "holds", f"{rec['id']} does not hold in the stored run"
+        if rec["outcome"] == "holds":
+            assert rec["tol"] < rec["margin"], (
+                f"{path.stem}/{rec['id']}: tolerance ±{rec['tol']} is not below the margin "
+                f"{rec['margin']:.4g}: a re-run nbval accepts could flip the verdict")
