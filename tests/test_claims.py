@@ -100,3 +100,22 @@ def test_stored_ledger_tolerances_are_below_margins(path):
             assert rec["tol"] < rec["margin"], (
                 f"{path.stem}/{rec['id']}: tolerance ±{rec['tol']} is not below the margin "
                 f"{rec['margin']:.4g}: a re-run nbval accepts could flip the verdict")
+
+
+def test_scorecard_rows_come_from_the_ledger(monkeypatch):
+    import sys
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import scorecard
+
+    monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
+    led = _ledger()
+    led.precondition("fit", "fitted", [0.01, 0.02], below=0.05, tol=0.005)
+    led.check("rev", "the reverse stays at log m", [0.99, 1.01], above=0.9, below=1.1, tol=0.02,
+              paper="unknown", controls=("reverse_in_training",), requires=("fit",))
+    led.identity("zero", "a structural zero", [0.0], above=-1e-9, below=1e-9, tol=1e-10)
+    rows = scorecard.rows_of(led.as_dict())
+    assert [r["verdict"] for r in rows] == ["precondition met", "reproduced",
+                                            "identity (illustration)"]
+    assert rows[1]["ours"] == "0.990–1.010 ±0.02 (2 seeds)"
+    assert rows[1]["test"] == "in (0.9, 1.1)" and rows[1]["controls"] == "reverse_in_training"
+    assert rows[1]["anchor"] == "claim-bilinear-rev"
