@@ -551,10 +551,12 @@ def load(directory: str | os.PathLike, curves: bool = False):
 
 def config_of(row, **changes):
     """The ``Config`` of a stored record's row of :func:`load`, with ``changes`` applied: the
-    configuration to re-run live (``config_of(row, steps=1000)`` trains its first 1000 steps)."""
+    configuration to re-run live (``config_of(row, steps=1000)`` trains its first 1000 steps).
+    A field the record does not hold (added to the ``Config`` after the record was made, with a
+    default that keeps the old behaviour) takes its default."""
     name = row["experiment"]
     fields = {f: row[f].item() if isinstance(row[f], np.generic) else row[f]
-              for f in config_fields(name)}
+              for f in config_fields(name) if f in row.index}
     return make_config(name, {**fields, **changes})
 
 
