@@ -1,5 +1,7 @@
 import math
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -67,3 +69,31 @@ def test_small_run_shows_intransitivity_and_two_step_success():
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         cot.Config(**kwargs)
+
+
+def test_heldout_in_training_appends_the_heldout_sentences():
+    base = chains.chain_task(vocab_size=50, n=10, n_heldout=4, seeds=[2])
+    given = chains.chain_task(vocab_size=50, n=10, n_heldout=4, seeds=[2],
+                              heldout_in_training=True)
+    assert torch.equal(given.heldout, base.heldout)
+    assert torch.equal(given.train, torch.cat([base.train, base.heldout], dim=1))
+    rel = chains.related_task(alphabet=20, n_train=6, n_heldout=3, seeds=[5],
+                              heldout_in_training=True)
+    assert rel.train.shape == (1, 9 + 9 + 6 + 3, 5)
+    assert {tuple(x) for x in rel.heldout[0].tolist()} <= {tuple(x) for x in rel.train[0].tolist()}
+
+
+def test_controls_of_the_chain_experiment():
+    tiny = dict(vocab_size=50, n=12, n_heldout=4, n_seeds=1, steps=150, epochs=2,
+                related_epochs=0, batch_size=8, eval_points=4)
+    frozen = cot.run(cot.Config(no_training=True, **tiny))
+    # untrained: Y = Z = 0, every answer at 1/|V|, and nothing is answered right
+    assert frozen.reparam.history["p_AB"][-1, 0] == pytest.approx(1 / 50)
+    assert frozen.reparam.two_step_acc[0] == 0.0
+    assert np.allclose(frozen.transformer.history["nll_train"][0],
+                       frozen.transformer.history["nll_train"][-1])
+    given = cot.run(cot.Config(heldout_in_training=True, **tiny))
+    # the answer given: the held-out two-hop fact is learnt, so Y[A_i, C_i] rises
+    assert given.reparam_Y_AC_heldout[-1, 0] > 0.5 and given.reparam.direct_acc[0] == 1.0
+    with pytest.raises(ValueError, match="no_training"):
+        cot.Config(no_training=1)

@@ -123,3 +123,31 @@ def test_sweep_records_config_and_numbers():
     rec = ml.sweep(base, {"a": {}, "b": {"positional": "none"}})
     assert [r["variant"] for r in rec] == ["a", "b"]
     assert rec[1]["config"]["positional"] == "none" and len(rec[0]["val_nll"][0]) == 2
+
+
+def test_reverse_in_training_trains_every_pair_both_ways():
+    base = sequences.reversal_sequences(vocab=200, word_size=1, seeds=[3])
+    given = sequences.reversal_sequences(vocab=200, word_size=1, seeds=[3],
+                                         heldout_in_training=True)
+    assert torch.equal(given.val, base.val) and torch.equal(given.a, base.a)
+    assert torch.equal(given.train, torch.cat([base.train, base.val], dim=1))
+    assert ml.Config(reverse_in_training=True).n_train == 100 == given.n_train
+    with pytest.raises(ValueError, match="reverse_in_training"):
+        ml.Config(task="in_context", reverse_in_training=True)
+
+
+def test_step_budget_follows_the_data():
+    cfg = ml.Config()
+    assert ml.steps_for(cfg, 226) == 300  # 85 sentences, batch 64
+    assert ml.steps_for(ml.Config(vocab=400), 226) == 600  # twice the pairs
+    assert ml.steps_for(ml.Config(task="in_context", n_x=100, vocab=400), 36.6) == 400
+    with pytest.raises(ValueError, match="epochs"):
+        ml.steps_for(cfg, 0)
+
+
+def test_no_training_keeps_the_initial_model():
+    tiny = dict(vocab=40, n_layer=1, n_head=2, d_model=8, steps=30, batch_size=8, n_seeds=1)
+    frozen = ml.run(ml.Config(no_training=True, **tiny))
+    np.testing.assert_allclose(frozen.train_nll[0], frozen.train_nll[-1], rtol=1e-6)
+    trained = ml.run(ml.Config(lr=0.03, **tiny))
+    assert trained.train_nll[-1, 0] < frozen.train_nll[-1, 0] - 0.1

@@ -53,8 +53,12 @@ def _sentences(first: torch.Tensor, rel: int, second: torch.Tensor) -> torch.Ten
     return torch.stack([first, torch.full_like(first, rel), second], dim=-1)
 
 
-def chain_task(vocab_size: int, n: int, n_heldout: int, seeds: list[int]) -> ChainTask:
-    """Single-token entities; sentences ``[A, 0, B]``, ``[B, 0, C]``, ``[A, 1, C]``."""
+def chain_task(vocab_size: int, n: int, n_heldout: int, seeds: list[int],
+               heldout_in_training: bool = False) -> ChainTask:
+    """Single-token entities; sentences ``[A, 0, B]``, ``[B, 0, C]``, ``[A, 1, C]``.
+
+    ``heldout_in_training`` (a control: the answer given) appends the held-out "A_i ~> C_i"
+    to the training sentences (``heldout`` is unchanged, so it is then a training subset)."""
     _validate.integer("vocab_size", vocab_size, 5, 100_000)
     _validate.integer("n", n, 1, (vocab_size - 2) // 3)
     _validate.integer("n_heldout", n_heldout, 0, n)
@@ -63,16 +67,20 @@ def chain_task(vocab_size: int, n: int, n_heldout: int, seeds: list[int]) -> Cha
     ents = torch.stack([entities(vocab_size, 3 * n, s) for s in seeds])
     a, b, c = ents[:, :n], ents[:, n:2 * n], ents[:, 2 * n:]
     k = n_heldout
+    heldout = _sentences(a[:, :k], INDIRECT, c[:, :k])
     train = torch.cat([_sentences(a, DIRECT, b), _sentences(b, DIRECT, c),
-                       _sentences(a[:, k:], INDIRECT, c[:, k:])], dim=1)
+                       _sentences(a[:, k:], INDIRECT, c[:, k:])]
+                      + ([heldout] if heldout_in_training else []), dim=1)
     return ChainTask(vocab_size=vocab_size, n_heldout=k, a=a, b=b, c=c, train=train,
-                     heldout=_sentences(a[:, :k], INDIRECT, c[:, :k]))
+                     heldout=heldout)
 
 
-def related_task(alphabet: int, n_train: int, n_heldout: int, seeds: list[int]) -> ChainTask:
+def related_task(alphabet: int, n_train: int, n_heldout: int, seeds: list[int],
+                 heldout_in_training: bool = False) -> ChainTask:
     """Two-token entities sharing type tokens: vocabulary ``5 + alphabet`` (0, 1 relations;
     2, 3, 4 the types x, y, z; then ``alphabet`` index tokens). Triple ``i`` is
-    ``(x i, y i, z i)``; ``n_train + n_heldout`` distinct indices per seed."""
+    ``(x i, y i, z i)``; ``n_train + n_heldout`` distinct indices per seed.
+    ``heldout_in_training`` appends the held-out sentences to training (a control)."""
     _validate.integer("alphabet", alphabet, 1, 100_000)
     _validate.integer("n_train", n_train, 0, alphabet)
     _validate.integer("n_heldout", n_heldout, 0, alphabet - n_train)
@@ -88,7 +96,9 @@ def related_task(alphabet: int, n_train: int, n_heldout: int, seeds: list[int]) 
         full = lambda v: torch.full((S, m), v)  # noqa: E731
         return torch.stack([full(t1), i, full(rel), full(t2), i], dim=-1)
 
+    heldout = sent(X, INDIRECT, Z, idx[:, :k])
     train = torch.cat([sent(X, DIRECT, Y, idx), sent(Y, DIRECT, Z, idx),
-                       sent(X, INDIRECT, Z, idx[:, k:])], dim=1)
+                       sent(X, INDIRECT, Z, idx[:, k:])]
+                      + ([heldout] if heldout_in_training else []), dim=1)
     return ChainTask(vocab_size=alphabet + 5, n_heldout=k, a=idx, b=idx, c=idx, train=train,
-                     heldout=sent(X, INDIRECT, Z, idx[:, :k]))
+                     heldout=heldout)

@@ -116,10 +116,13 @@ def n_pairs(vocab: int, word_size: int) -> int:
 
 
 def reversal_sequences(vocab: int, word_size: int, seeds: list[int],
-                       split_ratio: float = 0.7) -> ReversalSequences:
+                       split_ratio: float = 0.7,
+                       heldout_in_training: bool = False) -> ReversalSequences:
     """The paper's reversal data, one independent data set per seed in ``seeds``.
 
     ``vocab``: number of entity ids (the paper: 800; the model vocabulary is ``vocab + 2``).
+    ``heldout_in_training`` (a control: the answer given) appends the held-out sentences to
+    the training ones (``val`` is unchanged, so every pair is then trained both ways).
     """
     _validate.integer("vocab", vocab, 8, 100_000)
     _validate.integer("word_size", word_size, 1, 4)
@@ -143,9 +146,9 @@ def reversal_sequences(vocab: int, word_size: int, seeds: list[int],
         fwd = torch.cat([a, rel_f, b], dim=1)  # [P, T]
         bwd = torch.cat([b, rel_b, a], dim=1)
         one = ~both
-        train = torch.cat([fwd[both], bwd[both],
-                           fwd[one & ~heldout_fwd], bwd[one & heldout_fwd]])
         val = torch.where(heldout_fwd[one].unsqueeze(1), fwd[one], bwd[one])
+        train = torch.cat([fwd[both], bwd[both], fwd[one & ~heldout_fwd],
+                           bwd[one & heldout_fwd]] + ([val] if heldout_in_training else []))
         for key, value in zip(fields, (a, b, both, heldout_fwd, train, val,
                                        torch.arange(P)[one])):
             fields[key].append(value)

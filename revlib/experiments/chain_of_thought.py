@@ -24,7 +24,10 @@ class Config:
     absolute positions, learned embeddings as in the paper's GPT-2): AdamW at ``tf_lr`` with
     weight decay ``weight_decay`` and ``batch_size`` for ``epochs`` epochs. Correlated-token
     variant: ``alphabet`` index tokens, ``related_train`` / ``related_heldout`` triples,
-    ``related_epochs`` epochs (``0`` skips it)."""
+    ``related_epochs`` epochs (``0`` skips it). Controls: ``heldout_in_training`` trains the
+    held-out "A_i ~> C_i" too (the answer given; the correlated-token variant likewise);
+    ``no_training`` keeps every model at its initial weights (one step of zero loss, no
+    weight decay)."""
 
     vocab_size: int = 302
     n: int = 100
@@ -45,6 +48,8 @@ class Config:
     related_heldout: int = 50
     related_epochs: int = 80
     eval_points: int = 30
+    heldout_in_training: bool = False
+    no_training: bool = False
 
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 8, 100_000)
@@ -58,19 +63,30 @@ class Config:
         _validate.integer("related_heldout", self.related_heldout, 1,
                           self.alphabet - self.related_train)
         _validate.integer("related_epochs", self.related_epochs, 0, 100_000)
+        for name in ("heldout_in_training", "no_training"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         TransformerConfig(vocab_size=self.vocab_size, block_size=4, n_layer=self.n_layer,
                           n_head=self.n_head, d_model=self.d_model)
         self.train_config()
         self.tf_train_config(2 * self.n + self.n - self.n_heldout, self.epochs)
 
     def train_config(self) -> TrainConfig:
+        if self.no_training:
+            return TrainConfig(steps=1, lr=self.lr, eval_points=2)
         return TrainConfig(steps=self.steps, lr=self.lr, eval_points=self.eval_points)
 
     def tf_train_config(self, n_train: int, epochs: int) -> TrainConfig:
         _validate.integer("batch_size", self.batch_size, 1, n_train)
+        if self.no_training:  # one step of zero loss: the weights stay where they started
+            return TrainConfig(steps=1, lr=self.tf_lr, optimizer="adamw",
+                               batch_size=self.batch_size, weight_decay=0.0, eval_points=2)
         steps = max(1, epochs * (n_train // self.batch_size))
         return TrainConfig(steps=steps, lr=self.tf_lr, optimizer="adamw", batch_size=self.batch_size,
                            weight_decay=self.weight_decay, eval_points=self.eval_points)
+
+    def _loss(self, value: torch.Tensor) -> torch.Tensor:
+        return value * 0.0 if self.no_training else value
 
     @property
     def seeds(self) -> list[int]:
@@ -168,7 +184,8 @@ def _related_nll(model: Transformer, seq: torch.Tensor, first_only: bool = False
 def run(config: Config) -> Result:
     """Train the reparameterised model, the transformer and (optionally) the correlated-token
     variant, ``config.n_seeds`` seeds at once."""
-    task = chain_task(config.vocab_size, config.n, config.n_heldout, config.seeds)
+    task = chain_task(config.vocab_size, config.n, config.n_heldout, config.seeds,
+                      heldout_in_training=config.heldout_in_training)
     S, V = task.n_seeds, config.vocab_size
     k = task.n_heldout
     s = torch.arange(S)[:, None]
@@ -176,7 +193,8 @@ def run(config: Config) -> Result:
     # the reparameterised model, full-batch GD from Y = Z = 0
     reparam = Reparam(S, V)
     rlog = _answer_logits_fn(reparam, "reparam")
-    rhist = train(reparam, lambda idx: nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1),
+    rhist = train(reparam, lambda idx: config._loss(
+                      nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1)),
                   config.train_config(),
                   evals=_evals(rlog, task, {"Y_AC_heldout": lambda: reparam.Y[s, task.a[:, :k],
                                                                               task.c[:, :k]].amax(1)}),
@@ -191,7 +209,7 @@ def run(config: Config) -> Result:
 
     def tf_loss(idx):
         seq = _gather(task.train, idx)
-        return nll(_seq_logits(tlog, seq), seq[..., 2]).mean(1)
+        return config._loss(nll(_seq_logits(tlog, seq), seq[..., 2]).mean(1))
 
     thist = train(tf, tf_loss, config.tf_train_config(task.n_train, config.epochs),
                   evals=_evals(tlog, task), n_train=task.n_train, n_seeds=S,
@@ -202,13 +220,14 @@ def run(config: Config) -> Result:
     related, rtask = None, None
     if config.related_epochs:
         rtask = related_task(config.alphabet, config.related_train, config.related_heldout,
-                             config.seeds)
+                             config.seeds, heldout_in_training=config.heldout_in_training)
         rcfg = TransformerConfig(vocab_size=rtask.vocab_size, block_size=4, n_layer=config.n_layer,
                                  n_head=config.n_head, d_model=config.d_model)
         rel = Transformer(rcfg, S, seed=config.seed + 7_919)
 
         def rel_loss(idx):
-            return _related_nll(rel, _gather(rtask.train, idx)).mean(1) / 2  # mean per answer token
+            # mean per answer token
+            return config._loss(_related_nll(rel, _gather(rtask.train, idx)).mean(1) / 2)
 
         related = train(
             rel, rel_loss, config.tf_train_config(rtask.n_train, config.related_epochs),

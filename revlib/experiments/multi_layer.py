@@ -36,7 +36,10 @@ class Config:
     ``word_size`` tokens per entity, ``split_ratio`` of pairs in both directions; in context,
     ``n_x`` A's times ``n_y`` B's with ``n_y_train`` B's per A in training. Model: ``n_layer``,
     ``n_head``, ``d_model``, ``positional``. Optimiser: AdamW, ``lr``, ``batch_size``,
-    ``weight_decay`` for ``steps`` steps; ``eval_points`` evaluations.
+    ``weight_decay`` for ``steps`` steps (:func:`steps_for` converts epochs);
+    ``eval_points`` evaluations. Controls: ``reverse_in_training`` puts the held-out sentences
+    into training (reversal task only: the answer given); ``no_training`` keeps the initial
+    weights (one step of zero loss; no weight decay).
     """
 
     task: str = "reversal"
@@ -58,6 +61,8 @@ class Config:
     batch_size: int = 64
     weight_decay: float = 0.01
     eval_points: int = 31
+    reverse_in_training: bool = False
+    no_training: bool = False
 
     def __post_init__(self):
         _validate.choice("task", self.task, TASKS)
@@ -71,6 +76,12 @@ class Config:
         _validate.choice("positional", self.positional, POSITIONS)
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, 256)
+        for name in ("reverse_in_training", "no_training", "tied"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.reverse_in_training and self.task != "reversal":
+            raise ValueError("reverse_in_training applies to task 'reversal' only, "
+                             f"got task {self.task!r}")
         self.model_config()  # validates n_layer, n_head, d_model (and rotary head width)
         self.train_config()  # validates steps, lr, batch_size, weight_decay, eval_points
         if self.batch_size > self.n_train:
@@ -95,7 +106,7 @@ class Config:
             return self.n_x * self.n_y_train
         P = sequences.n_pairs(self.vocab, self.word_size)
         n_both = int(round(self.split_ratio * P))
-        return 2 * n_both + (P - n_both)
+        return 2 * P if self.reverse_in_training else 2 * n_both + (P - n_both)
 
     def model_config(self) -> TransformerConfig:
         return TransformerConfig(vocab_size=self.model_vocab, block_size=self.seq_len,
@@ -103,9 +114,19 @@ class Config:
                                  positional=self.positional, tied=self.tied)
 
     def train_config(self) -> TrainConfig:
+        if self.no_training:  # one step of zero loss: the weights stay where they started
+            return TrainConfig(steps=1, lr=self.lr, optimizer="adamw",
+                               batch_size=self.batch_size, weight_decay=0.0, eval_points=2)
         return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
                            batch_size=self.batch_size, weight_decay=self.weight_decay,
                            eval_points=self.eval_points)
+
+
+def steps_for(config: Config, epochs: float) -> int:
+    """AdamW steps that make ``epochs`` passes over ``config``'s training sentences (at least
+    one): the step budget follows the data, so a larger vocabulary gets more steps."""
+    _validate.real("epochs", epochs, 0.0, 1e6, lo_open=True)
+    return max(1, int(round(epochs * config.n_train / config.batch_size)))
 
 
 @dataclass
@@ -156,7 +177,7 @@ def run(config: Config) -> Result:
     S = config.n_seeds
     if config.task == "reversal":
         data = sequences.reversal_sequences(config.vocab, config.word_size, config.seeds,
-                                            config.split_ratio)
+                                            config.split_ratio, config.reverse_in_training)
     else:
         data = sequences.in_context_sequences(config.vocab, config.n_x, config.n_y,
                                               config.n_y_train, config.seeds)
@@ -168,7 +189,8 @@ def run(config: Config) -> Result:
         return answer_loss(logits, tokens[:, :, 1:], data.answer_mask(tokens.shape[1]))
 
     def loss(idx):
-        return nll(data.train.gather(1, idx[..., None].expand(-1, -1, T)))
+        out = nll(data.train.gather(1, idx[..., None].expand(-1, -1, T)))
+        return out * 0.0 if config.no_training else out
 
     history = train(model, loss, config.train_config(),
                     evals={"train_nll": lambda: nll(data.train), "val_nll": lambda: nll(data.val)},
