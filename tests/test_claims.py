@@ -119,3 +119,21 @@ def test_scorecard_rows_come_from_the_ledger(monkeypatch):
     assert rows[1]["ours"] == "0.990–1.010 ±0.02 (2 seeds)"
     assert rows[1]["test"] == "in (0.9, 1.1)" and rows[1]["controls"] == "reverse_in_training"
     assert rows[1]["anchor"] == "claim-bilinear-rev"
+
+
+def test_a_glued_number_is_compared_within_its_tolerance():
+    """nbval (through revlib's plugin) compares a glued number within the tolerance the glue
+    stored in the output's metadata, and exactly without one."""
+    from revlib import nbval_plugin, report
+
+    key = nbval_plugin.GLUE_PREFIX + "text/plain"
+    with_tol = {"output_type": "display_data", "data": {key: "0.98–1.01"},
+                "metadata": {"revlib_tol": 0.02}}
+    fields = nbval_plugin._text_fields(with_tol)
+    assert [f[0] for f in fields] == [key]
+    ref = nbval_plugin._with_tol("0.98–1.01", with_tol)
+    assert not report.compare(ref, nbval_plugin._with_tol("0.99–1.02", with_tol))
+    assert report.compare(ref, nbval_plugin._with_tol("0.93–1.01", with_tol))
+    exact = {"output_type": "display_data", "data": {key: "0.98"}, "metadata": {}}
+    assert report.compare(nbval_plugin._with_tol("0.98", exact),
+                          nbval_plugin._with_tol("0.99", exact))
