@@ -97,3 +97,24 @@ def test_run_is_deterministic_and_reports_groups(model):
         np.testing.assert_array_equal(a.history[k], b.history[k])
     assert a.by_depth(True).shape == (2, 2)
     np.testing.assert_allclose(a.final("probe_acc"), a.probe_correct.mean(-1))
+
+
+def test_probes_in_training_adds_the_probed_facts(monkeypatch):
+    import revlib.experiments.arithmetic as ar
+    seen = {}
+    real = ar.train
+
+    def spy(model, loss, cfg, evals, n_train, **kw):
+        seen["n"] = n_train
+        return real(model, loss, cfg, evals, n_train=n_train, **kw)
+
+    monkeypatch.setattr(ar, "train", spy)
+    base = dict(modulus=5, per_value=2, n_chains=4, chain_len=2, steps=1, batch_size=8,
+                d_model=16, eval_points=2)
+    r = ar.run(ar.Config(**base))
+    n_train, n_probes = r.task.train.shape[1], r.task.probes.shape[1]
+    assert seen["n"] == n_train
+    ar.run(ar.Config(probes_in_training=True, **base))
+    assert seen["n"] == n_train + n_probes
+    with pytest.raises(ValueError, match="probes_in_training"):
+        ar.Config(probes_in_training=1)

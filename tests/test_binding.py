@@ -68,11 +68,77 @@ def test_preconditioned_formula_reduces_to_sgd_for_constant_p():
     assert torch.allclose(p[0], s[0]) and torch.allclose(p[1], s[1])
 
 
+def _small(**kw):
+    return entanglement.step_check(entanglement.Config(d_model=16, n_head=2, n_seeds=2,
+                                                       adam_steps=2, **kw))
+
+
 def test_step_check_exact_cases():
-    res = entanglement.step_check(entanglement.Config(d_model=16, n_head=2, n_seeds=2, adam_steps=2))
-    for k in ("sgd", "momentum", "adam_first"):
-        assert res.rel_error[k].max() < 1e-4, k
-    assert res.rel_error["sgd_all_layers"].min() > 1e-3
+    res = _small()
+    for k in entanglement.EXACT:
+        assert res.rel_error[k].max() < 1e-9, k
+    for k in entanglement.INEXACT:
+        assert res.rel_error[k].min() > 1e-2, k
+    # the measured drag of a by a step on b alone is the formula's |alpha^T beta| / |beta|^2
+    np.testing.assert_allclose(res.drag, res.drag_predicted, rtol=1e-9)
+    assert res.drag.min() > 0.1
+
+
+def test_step_check_controls_break_what_they_name():
+    removed, met, disjoint = (_small(assumptions="removed"), _small(assumptions="met"),
+                              _small(disjoint=True))
+    for k in entanglement.EXACT:
+        assert removed.rel_error[k].min() > 1e-2, k        # alpha, beta move: not exact
+    for k in entanglement.INEXACT:
+        assert met.rel_error[k].max() < 1e-2, k            # assumptions given: (nearly) exact
+    np.testing.assert_array_equal(disjoint.drag, 0.0)      # alpha^T beta = 0: no drag
+    for k in entanglement.EXACT:
+        assert disjoint.rel_error[k].max() < 1e-9, k       # the formula still holds
+
+
+def test_entanglement_config_errors():
+    with pytest.raises(ValueError, match="assumptions"):
+        entanglement.Config(assumptions="some")
+    with pytest.raises(ValueError, match="disjoint"):
+        entanglement.Config(disjoint=1)
+
+
+def test_shuffled_names_permute_entities_per_seed():
+    names = binding_task(20, 20, 1, 4, [0, 1]).names
+    sh = entanglement.shuffled_names(names)
+    assert sh.shape == names.shape and not torch.equal(sh, names)
+    for s in range(2):
+        assert sorted(map(tuple, sh[s].tolist())) == sorted(map(tuple, names[s].tolist()))
+
+
+def test_reverse_in_training_trains_the_held_out_facts(monkeypatch):
+    import revlib.experiments.surface_names as sn
+    seen = {}
+    real = sn.train
+
+    def spy(model, loss, cfg, evals, n_train, **kw):
+        seen["n"] = n_train
+        return real(model, loss, cfg, evals, n_train=n_train, **kw)
+
+    monkeypatch.setattr(sn, "train", spy)
+    base = dict(n_a=8, n_b=8, n_rel=1, multiplicity=0, steps=1, batch_size=4, d_model=16,
+                n_head=2, n_seeds=1, eval_points=2)
+    task = binding_task(8, 8, 1, 0, [0])
+    sizes = {k: task.facts[k].shape[1] for k in ("train", "atomic", "test")}
+    sn.run(sn.Config(**base))
+    assert seen["n"] == sizes["train"] + sizes["atomic"]
+    sn.run(sn.Config(reverse_in_training=True, **base))
+    assert seen["n"] == sum(sizes.values())
+    with pytest.raises(ValueError, match="reverse_in_training"):
+        sn.Config(reverse_in_training="yes")
+
+
+def test_stored_records_predating_a_control_field_take_its_default():
+    from pathlib import Path
+    from revlib import sweeps
+    df = sweeps.load(Path(__file__).resolve().parent.parent / "data/sweeps/surface_names")
+    assert "reverse_in_training" not in df.columns
+    assert sweeps.config_of(df.iloc[0], steps=10).reverse_in_training is False
 
 
 @pytest.mark.parametrize("field,value", [("multiplicity", -1), ("n_seeds", 0), ("d_model", 30)])

@@ -30,7 +30,9 @@ class Config:
     recognition module, one key per token, then ``n_sem`` semantic blocks), width ``d_model``.
     ``concept_ln="auto"``: as :class:`revlib.experiments.jepa.Config` (RMS norm of the
     prediction for JEPA, learnable LayerNorm on both sides with the memory layer).
-    AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``."""
+    AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``.
+    ``probes_in_training`` (a control): the probes (the attribute facts of the chain
+    variables) are trained too, so a test that reads "not solved" must fail."""
 
     model: str = "standard"
     modulus: int = 23
@@ -52,8 +54,12 @@ class Config:
     n_seeds: int = 2
     n_eval: int = 1000
     eval_points: int = 6
+    probes_in_training: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.probes_in_training, bool):
+            raise ValueError("probes_in_training must be True or False, "
+                             f"got {self.probes_in_training!r}")
         _validate.choice("model", self.model, MODELS)
         _validate.integer("modulus", self.modulus, 3, 10**5)
         _validate.integer("per_value", self.per_value, 1, 1000)
@@ -129,6 +135,8 @@ def run(config: Config) -> Result:
     seeds_ix = torch.arange(S)[:, None]
     train_seqs = task.sequences(task.train)                              # [S, N, 4]
     eval_train, probes = train_seqs[:, :config.n_eval], task.sequences(task.probes)
+    if config.probes_in_training:
+        train_seqs = torch.cat([train_seqs, probes], 1)
     n_out = task.eq_token          # answers are values or entities, never <=> or <mask>
 
     if config.model == "standard":

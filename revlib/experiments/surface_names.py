@@ -23,7 +23,9 @@ from revlib.train import History, TrainConfig, train
 class Config:
     """Data: ``n_a``, ``n_b`` entities, ``n_rel`` relation pairs, ``multiplicity`` (0: one token
     per entity). Model: ``n_layer``, ``d_model``, ``n_head``. Optimiser: AdamW with ``lr``,
-    ``weight_decay``, ``batch_size``, ``steps``. ``n_eval`` facts per split are evaluated."""
+    ``weight_decay``, ``batch_size``, ``steps``. ``n_eval`` facts per split are evaluated.
+    ``reverse_in_training`` (a control): the held-out reverse facts (split ``test``) are trained
+    too, so a test that reads "not learnt" must fail."""
 
     n_a: int = 1000
     n_b: int = 600
@@ -40,8 +42,12 @@ class Config:
     n_seeds: int = 2
     n_eval: int = 1000
     eval_points: int = 11
+    reverse_in_training: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.reverse_in_training, bool):
+            raise ValueError("reverse_in_training must be True or False, "
+                             f"got {self.reverse_in_training!r}")
         _validate.integer("n_a", self.n_a, 2, 10**6)
         _validate.integer("n_b", self.n_b, 2, 10**6)
         _validate.integer("n_rel", self.n_rel, 1, 100)
@@ -100,7 +106,8 @@ def run(config: Config) -> Result:
     task = binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds)
     S, L = config.n_seeds, task.name_length
     seqs = {k: task.sequences(k) for k in SPLITS}
-    train_seqs = torch.cat([seqs["train"], seqs["atomic"]], 1)     # [S, N, T]
+    trained = ("train", "atomic", "test") if config.reverse_in_training else ("train", "atomic")
+    train_seqs = torch.cat([seqs[k] for k in trained], 1)          # [S, N, T]
     model = Transformer(TransformerConfig(
         vocab_size=task.vocab_size, block_size=2 * L + 2, n_layer=config.n_layer,
         n_head=config.n_head, d_model=config.d_model, positional="none", tied=True),
