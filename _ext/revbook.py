@@ -4,6 +4,8 @@
   it is, with a tooltip; the prose-number test accepts it.
 - ``{claims-scorecard}`` (a directive) builds the page "Claims at a glance" from the ledgers
   stored in the executed notebooks (:mod:`revlib.claims`), so nothing on it is typed.
+- under every figure: its PDF, SVG and PNG, the command that regenerates it and a citation
+  (:mod:`figures`).
 """
 
 from __future__ import annotations
@@ -22,4 +24,7 @@ def setup(app):
     from scorecard import ClaimsScorecard  # noqa: PLC0415  (same folder, on sys.path)
 
     app.add_directive("claims-scorecard", ClaimsScorecard)
+    import figures  # noqa: PLC0415  (files, command and citation under every figure)
+
+    figures.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,4 +1,4 @@
-"""``python -m revlib run|sweep ...``: see :mod:`revlib.cli`."""
+"""``python -m revlib run|sweep|figure ...``: see :mod:`revlib.cli`."""
 
 from revlib.cli import main
 

@@ -1,4 +1,5 @@
-"""``python -m revlib run|sweep``: the command line of :mod:`revlib.sweeps`.
+"""``python -m revlib run|sweep|figure``: the command line of :mod:`revlib.sweeps` and
+:mod:`revlib.figures` (``figure <label>`` regenerates one figure of the book alone).
 
 A mistake in what was asked (unknown experiment or field, a value the Config rejects, a
 missing GPU) ends the command with exit status 2 and one line on stderr naming it, before
@@ -45,7 +46,33 @@ def _parser() -> argparse.ArgumentParser:
                        help="address of a running Dask scheduler (e.g. tcp://host:8786)")
     sw.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    fg = sub.add_parser("figure", help="regenerate one figure of the book (figures/<label>.*)")
+    fg.add_argument("label", nargs="?", help="the figure's label, e.g. fig-bilinear-losses")
+    fg.add_argument("--list", action="store_true", help="list the known labels and exit")
+    fg.add_argument("--out", metavar="DIR", help="folder to write to (default: figures/)")
+    fg.add_argument("--timeout", type=int, default=3600, metavar="S",
+                    help="seconds one cell may run (default: 3600)")
     return ap
+
+
+def _figure(args) -> int:
+    from revlib import figures  # noqa: PLC0415
+
+    try:
+        if args.list:
+            for label, src in figures.known_figures().items():
+                print(f"{label}\t{src.notebook.relative_to(figures.book_root())}")
+            return 0
+        if not args.label:
+            raise figures.UnknownFigure("give a figure label; known figures: "
+                                        + ", ".join(figures.known_figures()))
+        figures.find(args.label)
+    except ValueError as err:
+        print(f"revlib figure: error: {err}", file=sys.stderr)
+        return 2
+    figures.regenerate(args.label, out=args.out, timeout=args.timeout)
+    return 0
 
 
 def _assignments(name: str, texts: list[str], grid: bool) -> dict:
@@ -61,6 +88,8 @@ def _assignments(name: str, texts: list[str], grid: bool) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "figure":
+        return _figure(args)
     prog = f"revlib {args.command}"
     try:
         if args.command == "run":
