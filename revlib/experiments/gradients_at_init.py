@@ -1,6 +1,10 @@
 """Chapter "The task and the gradients at initialisation": empirical gradients of the
 simplified predictor (:mod:`revlib.theory.associations`) on real batches of noisy recall,
-against the closed forms, and their signal-to-noise ratio against the batch size."""
+against the closed forms, and their signal-to-noise ratio against the batch size.
+
+The signal sweep measures the gradients with ``torch.autograd`` (independently of the closed
+forms' formulas); the batch study uses per-sequence sums (a unit test checks them against
+autograd), from which any batch's gradient follows without re-running the model."""
 
 from __future__ import annotations
 
@@ -20,7 +24,10 @@ _CHUNK = 1024  # sequences per generated chunk: bounds the [N, T, V] context his
 class Config:
     """``alpha`` of the batch-size study, ``alphas`` of the signal sweep, ``n_sequences``
     per ``alpha`` (a multiple of 1024), ``batch_sizes`` in sequences (each divides
-    ``n_sequences``)."""
+    ``n_sequences``). Controls: ``noise=False`` samples every sequence with
+    ``noise_prob = 0`` while the closed forms keep ``alpha`` (no noise token to learn);
+    ``attention=False`` removes the attention: the value path reads the current token
+    instead of the context average ``h_t``."""
 
     alpha: float = 0.5
     alphas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -28,6 +35,8 @@ class Config:
     n_sequences: int = 8192
     batch_sizes: tuple[int, ...] = (4, 16, 64, 256)
     seed: int = 0
+    noise: bool = True
+    attention: bool = True
 
     def __post_init__(self):
         _validate.real("alpha", self.alpha, 0.0, 1.0, lo_open=True, hi_open=True)
@@ -40,12 +49,16 @@ class Config:
         for i, b in enumerate(self.batch_sizes):
             _validate.integer(f"batch_sizes[{i}]", b, 1, self.n_sequences // 8)
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
+        for name in ("noise", "attention"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
 
 @dataclass
 class Result:
-    """Signal sweep over ``alphas`` ``[A]``: measured FF margin ``ff_margin`` and copy signal
-    ``copy``, with ``rho`` and the mean label share ``label_share`` that the closed forms use.
+    """Signal sweep over ``alphas`` ``[A]``: FF margin ``ff_margin`` and copy signal ``copy``
+    of autograd's gradients, with ``rho`` and the mean label share ``label_share``
+    (``E[h_t(y)]``) that the closed forms use and ``n_positions`` the loss positions.
     Batch study at ``alpha`` over ``batch_sizes`` ``[K]``: ``ff_std`` / ``attn_std`` the
     spread over batches of the FF ``tau`` margin and of one copy entry (RMS over entries),
     ``positions`` mean loss positions per batch, ``ff_signal`` / ``attn_signal`` the
@@ -57,6 +70,7 @@ class Result:
     copy: np.ndarray
     rho: np.ndarray
     label_share: np.ndarray
+    n_positions: np.ndarray
     batch_sizes: np.ndarray
     positions: np.ndarray
     ff_std: np.ndarray
@@ -73,24 +87,34 @@ class Result:
         return self.attn_signal / self.attn_std
 
 
+def _chunks(config: Config, alpha: float, stream: int):
+    a = alpha if config.noise else 0.0
+    for k in range(config.n_sequences // _CHUNK):
+        yield nr.sample([config.seed], _CHUNK, config.seq_len, a, stream=stream + k)
+
+
 def _statistics(config: Config, alpha: float, stream: int) -> dict[str, torch.Tensor]:
-    parts = [theory.sequence_statistics(nr.sample([config.seed], _CHUNK, config.seq_len, alpha,
-                                                  stream=stream + k))
-             for k in range(config.n_sequences // _CHUNK)]
+    parts = [theory.sequence_statistics(data, config.attention)
+             for data in _chunks(config, alpha, stream)]
     return {key: torch.cat([p[key] for p in parts], dim=1) for key in parts[0]}
 
 
 def run(config: Config) -> Result:
     """Measure the gradients at initialisation on ``n_sequences`` sequences per ``alpha``."""
-    margin, copy, rho, share = [], [], [], []
+    margin, copy, rho, share, npos = [], [], [], [], []
     for i, a in enumerate(config.alphas):
-        st = _statistics(config, a, stream=100 * (i + 1))
-        full = theory.batch_estimates(st, config.n_sequences)
-        margin.append(full["ff_margin"][0, 0].item())
-        copy.append(full["copy"][0, 0].item())
-        n = st["n_pos"].sum().item()
-        rho.append(st["rho"].sum().item() / n)
-        share.append(st["sum_hy"].sum().item() / n)
+        g_f, g_v, n, r, hy = 0.0, 0.0, 0.0, 0.0, 0.0
+        for data in _chunks(config, a, stream=100 * (i + 1)):
+            h = theory.context_histograms(data, config.attention)
+            f, v, count = theory.autograd_init_gradients(data, config.attention, h=h)
+            g_f, g_v, n = g_f + f[0] * count[0], g_v + v[0] * count[0], n + count[0]
+            st = theory.sequence_statistics(data, config.attention, h=h)
+            r, hy = r + st["rho"].sum(), hy + st["sum_hy"].sum()
+        margin.append(theory.ff_margin(g_f / n).item())
+        copy.append(theory.copy_signal(g_v / n).item())
+        rho.append((r / n).item())
+        share.append((hy / n).item())
+        npos.append(n.item())
     st = _statistics(config, config.alpha, stream=50)
     full = theory.batch_estimates(st, config.n_sequences)
     ff_signal, attn_signal = full["ff_margin"][0, 0].item(), full["copy"][0, 0].item()
@@ -103,6 +127,7 @@ def run(config: Config) -> Result:
         attn_std.append(est["diag"][0].std(dim=0).pow(2).mean().sqrt().item())
     return Result(config=config, alphas=np.array(config.alphas), ff_margin=np.array(margin),
                   copy=np.array(copy), rho=np.array(rho), label_share=np.array(share),
+                  n_positions=np.array(npos),
                   batch_sizes=np.array(config.batch_sizes), positions=np.array(positions),
                   ff_std=np.array(ff_std), attn_std=np.array(attn_std),
                   ff_signal=ff_signal, attn_signal=attn_signal)

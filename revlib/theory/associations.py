@@ -51,8 +51,12 @@ def attention_signal_leading(alpha, rho, V: int = nr.VOCAB_SIZE):
     return ((1 - alpha) ** 2 + alpha ** 2 - 1 / V) * rho / (V - 1)
 
 
-def context_histograms(data: nr.NoisyRecall) -> torch.Tensor:
-    """``h_t`` ``[S, N, T, V]``: the share of each token among inputs ``z_1 .. z_t``."""
+def context_histograms(data: nr.NoisyRecall, attention: bool = True) -> torch.Tensor:
+    """``h_t`` ``[S, N, T, V]``: the share of each token among inputs ``z_1 .. z_t``. With
+    ``attention=False`` (the attention removed, a control) the value path reads the current
+    token only, ``h_t = e_{z_t}``."""
+    if not attention:
+        return F.one_hot(data.x, nr.VOCAB_SIZE).double()
     counts = F.one_hot(data.x, nr.VOCAB_SIZE).double().cumsum(dim=2)
     t = torch.arange(1, data.x.shape[2] + 1, dtype=torch.float64)
     return counts / t[:, None]
@@ -71,6 +75,37 @@ def init_gradients(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor]:
     return g_f, g_v
 
 
+def autograd_init_gradients(data: nr.NoisyRecall, attention: bool = True,
+                            h: torch.Tensor | None = None
+                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The same gradients as :func:`init_gradients`, measured independently of its formulas:
+    ``torch.autograd`` through the cross-entropy of ``xi = W_F e_{z_t} + W_V h_t`` at
+    ``W_F = W_V = 0``. Returns ``-grad_{W_F} L e_q`` ``[S, V]``, ``-grad_{W_V} L`` ``[S, V, V]``
+    of the mean loss over the loss positions, and their count ``[S]`` (to pool chunks).
+    ``h``: :func:`context_histograms` of ``data`` if already computed."""
+    V = nr.VOCAB_SIZE
+    h = context_histograms(data, attention) if h is None else h
+    g_f, g_v, count = [], [], []
+    for s in range(data.x.shape[0]):
+        m = data.mask[s]
+        w_f = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
+        w_v = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
+        logits = w_f[:, data.x[s][m]].T + h[s][m] @ w_v.T           # [P, V]
+        loss = F.cross_entropy(logits, data.y[s][m])
+        f, v = torch.autograd.grad(loss, (w_f, w_v))
+        g_f.append(-f[:, nr.TRIGGER])
+        g_v.append(-v)
+        count.append(m.sum().double())
+    return torch.stack(g_f), torch.stack(g_v), torch.stack(count)
+
+
+def ff_margin(g_f: torch.Tensor) -> torch.Tensor:
+    """``tau`` entry minus the mean of the other entries of ``g_f`` ``[..., V] -> [...]``."""
+    V = g_f.shape[-1]
+    tau = g_f[..., nr.NOISE_TOKEN]
+    return tau - (g_f.sum(-1) - tau) / (V - 1)
+
+
 def copy_signal(g_v: torch.Tensor) -> torch.Tensor:
     """Mean diagonal minus mean off-diagonal entry of ``g_v`` ``[..., V, V] -> [...]``."""
     V = g_v.shape[-1]
@@ -78,14 +113,16 @@ def copy_signal(g_v: torch.Tensor) -> torch.Tensor:
     return diag / V - (g_v.sum(dim=(-2, -1)) - diag) / (V * (V - 1))
 
 
-def sequence_statistics(data: nr.NoisyRecall) -> dict[str, torch.Tensor]:
+def sequence_statistics(data: nr.NoisyRecall, attention: bool = True,
+                        h: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """Per-sequence sums from which any batch's empirical gradients follow, ``[S, N, ...]``:
     ``n_pos`` loss positions, ``n_tau`` labels equal to ``tau``, ``sum_hy`` the summed
     ``h_t(y)``, ``diag`` ``[S, N, V]`` the summed copy entries ``(1{y=j} - 1/V) h_t(j)``,
-    ``rho`` the summed ``(n - 1) / t``."""
+    ``rho`` the summed ``(n - 1) / t``; ``attention`` as in :func:`context_histograms`
+    (``h``: its value if already computed)."""
     V = nr.VOCAB_SIZE
     m = data.mask.double()
-    h = context_histograms(data)
+    h = context_histograms(data, attention) if h is None else h
     hy = h.gather(-1, data.y[..., None])[..., 0]
     resid = F.one_hot(data.y, V).double() - 1 / V
     t = torch.arange(1, data.x.shape[2] + 1, dtype=torch.float64)
