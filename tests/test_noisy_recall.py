@@ -81,6 +81,56 @@ def test_init_gradients_match_autograd():
     torch.testing.assert_close(est["diag"][0, 0], torch.diagonal(g_v[0]))
 
 
+def test_autograd_gradients_match_the_closed_form_and_the_controls_remove_them():
+    data = nr.sample([2, 5], n=20, seq_len=48, alpha=0.5)
+    g_f, g_v = theory.init_gradients(data)
+    a_f, a_v, count = theory.autograd_init_gradients(data)
+    torch.testing.assert_close(a_f, g_f)
+    torch.testing.assert_close(a_v, g_v)
+    assert torch.equal(count, data.mask.sum(dim=(1, 2)).double())
+    V = nr.VOCAB_SIZE
+    margin = theory.ff_margin(a_f)
+    by_hand = a_f[:, nr.NOISE_TOKEN] - (a_f.sum(-1) - a_f[:, nr.NOISE_TOKEN]) / (V - 1)
+    torch.testing.assert_close(margin, by_hand)
+    # without attention the value path sees the trigger only: no copy signal, and the
+    # copy entries sit in the trigger's column alone
+    _, n_v, _ = theory.autograd_init_gradients(data, attention=False)
+    assert torch.count_nonzero(n_v[..., [k for k in range(V) if k != nr.TRIGGER]]) == 0
+    # its copy signal is then (P(y = q) - 1/V) / (V - 1), with no context in it
+    share_q = torch.stack([(data.y[i][data.mask[i]] == nr.TRIGGER).double().mean()
+                           for i in range(2)])
+    torch.testing.assert_close(theory.copy_signal(n_v), (share_q - 1 / V) / (V - 1))
+    # without noise no tau label follows the trigger, except where ybar is tau
+    clean = nr.sample([2], n=20, seq_len=48, alpha=0.0)
+    c_f, _, _ = theory.autograd_init_gradients(clean)
+    expected = (clean.y[clean.mask] == nr.NOISE_TOKEN).double().mean() - 1 / V
+    assert c_f[0, nr.NOISE_TOKEN].item() == pytest.approx(expected.item())
+
+
+def test_gradients_at_init_controls_are_validated_fields():
+    from revlib.experiments import gradients_at_init as gi
+    with pytest.raises(ValueError, match="noise"):
+        gi.Config(noise=0)
+    with pytest.raises(ValueError, match="attention"):
+        gi.Config(attention="no")
+    assert gi.Config().noise and gi.Config().attention
+
+
+def test_frozen_parts_keep_their_initial_weights():
+    with pytest.raises(ValueError, match="frozen"):
+        fa.Config(frozen=("ff1",))
+    cfg = fa.Config(d=8, seq_len=16, n_seeds=1, steps=3, batch_size=4, n_test=8,
+                    eval_points=2, rank_fractions=(0.0, 1.0), frozen=("ff2", "attention"))
+    res = fa.run(cfg)
+    ref = fa.Transformer(cfg.model_config(), n_seeds=1, seed=cfg.seed)
+    for name, p in res.model.named_parameters():
+        if name.startswith("blocks.1.ff") or ".attn." in name:
+            torch.testing.assert_close(p, dict(ref.named_parameters())[name])
+    moved = [n for n, p in res.model.named_parameters()
+             if not torch.equal(p, dict(ref.named_parameters())[n])]
+    assert moved and all(n.startswith("blocks.0.ff") for n in moved)
+
+
 def test_ff_signal_closed_form_by_hand():
     tau, other = theory.ff_signal(0.5, V=65)
     assert tau == pytest.approx(0.5 * 64 / 65) and other == pytest.approx(-0.5 / 65)

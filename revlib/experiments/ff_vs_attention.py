@@ -22,6 +22,7 @@ from revlib.train import History, TrainConfig, train
 
 METRICS = ("p_tau", "p_ybar", "acc", "p_tau_noff2", "p_ybar_noff2", "acc_noff2",
            "att_ybar", "att_tau", "ff2_margin", "train_p_tau")
+FROZEN = ("ff2", "attention")
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,10 @@ class Config:
     """``d`` width, ``seq_len`` T, ``alpha`` noise probability, ``ff`` the feed-forward kind
     of layers 1 and 2 (``"mlp"``, ``"linear"``, ``"none"``), ``ff_mult`` MLP width factor.
     SGD with momentum as in the original script; ``n_test`` clean test sequences.
-    ``rank_fractions``: fractions ``rho`` of FF2's rank kept in the final truncation sweep."""
+    ``rank_fractions``: fractions ``rho`` of FF2's rank kept in the final truncation sweep.
+    ``frozen``: parts that keep their initial weights during training (controls): ``"ff2"``
+    (FF2 never learns, so it cannot store ``q -> tau``), ``"attention"`` (every attention
+    layer, so no induction head can form)."""
 
     d: int = 64
     seq_len: int = 64
@@ -46,6 +50,7 @@ class Config:
     n_test: int = 128
     eval_points: int = 11
     rank_fractions: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
+    frozen: tuple[str, ...] = ()
 
     def __post_init__(self):
         _validate.integer("d", self.d, 4, 4096)
@@ -61,6 +66,8 @@ class Config:
         _validate.integer("n_test", self.n_test, 8, 100_000)
         for i, r in enumerate(self.rank_fractions):
             _validate.real(f"rank_fractions[{i}]", r, 0.0, 1.0)
+        for i, part in enumerate(self.frozen):
+            _validate.choice(f"frozen[{i}]", part, FROZEN)
         self.train_config()
         self.model_config()
 
@@ -148,6 +155,10 @@ def run(config: Config) -> Result:
     clean = nr.sample(config.seeds, config.n_test, config.seq_len, 0.0, stream=1)
     noisy = nr.sample(config.seeds, config.n_test, config.seq_len, config.alpha, stream=2)
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
+    frozen = {"ff2": [model.blocks[1].ff], "attention": [b.attn for b in model.blocks]}
+    for part in config.frozen:
+        for module in frozen[part]:
+            module.requires_grad_(False)
 
     def loss(idx):
         batch = pool.select(idx)
