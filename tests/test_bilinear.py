@@ -94,11 +94,29 @@ def test_reversal_curse_signature_small_run():
     assert np.all(run.forward_logits[:, 0, 0] > 3) and np.all(np.abs(run.reverse_logits[:, 0, 0]) < 1)
 
 
+def test_controls_give_the_answer_or_remove_the_training():
+    """reverse_in_training: the held-out reverse fact is learnt (the curse's tests must fail);
+    no_training: Theta keeps its start, so both losses stay at log m exactly."""
+    kw = dict(m=32, n=8, d=512, n_seeds=2, steps=400)
+    log_m = math.log(32)
+    given = bilinear.run(bilinear.Config(reverse_in_training=True, **kw))
+    assert given.task.n_train == 2 * 8
+    assert np.all(given.reverse_loss[-1] < 0.1 * log_m)
+    assert np.all(given.reverse_logits[:, 0, 0] > 3)
+    frozen = bilinear.run(bilinear.Config(no_training=True, **kw))
+    np.testing.assert_allclose(frozen.train_loss, log_m, rtol=1e-5)
+    np.testing.assert_allclose(frozen.reverse_loss, log_m, rtol=1e-5)
+    assert np.all(frozen.forward_logits == 0.0)
+    sgd = bilinear.run(bilinear.Config(no_training=True, optimizer="sgd", batch_size=4, **kw))
+    np.testing.assert_allclose(sgd.train_loss, log_m, rtol=1e-5)
+
+
 @pytest.mark.parametrize("kwargs, field", [
     ({"n": 40, "m": 64}, "n"), ({"m": 2}, "m"), ({"d": 0}, "d"),
     ({"n_reverse_heldout": 0}, "n_reverse_heldout"), ({"optimizer": "adam"}, "optimizer"),
     ({"init": "random"}, "init"), ({"lr": -1.0}, "lr"), ({"n_seeds": 0}, "n_seeds"),
-    ({"optimizer": "sgd"}, "batch_size"),
+    ({"optimizer": "sgd"}, "batch_size"), ({"reverse_in_training": 1}, "reverse_in_training"),
+    ({"no_training": "yes"}, "no_training"),
 ])
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):

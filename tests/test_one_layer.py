@@ -97,7 +97,10 @@ def test_flow_matches_small_step_gd_and_heldout_row_stays_zero():
 @pytest.mark.parametrize("kwargs, field", [({"n_heldout": 0}, "n_heldout"), ({"M": 3}, "M"),
                                            ({"embedding": "sparse"}, "embedding"),
                                            ({"embedding": "orthonormal", "d": 50}, "d"),
-                                           ({"tf_lr": 0.0}, "lr")])
+                                           ({"tf_lr": 0.0}, "lr"),
+                                           ({"no_training": 0}, "no_training"),
+                                           ({"reverse_in_training": None},
+                                            "reverse_in_training")])
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         one_layer.Config(**kwargs)
@@ -116,3 +119,21 @@ def test_typed_task_and_t3_run_keep_heldout_weights_at_zero():
     h = res.history
     assert h["Y_BA_heldout"].max() == 0.0 and h["Z_BA_heldout"].max() == 0.0
     assert np.all(h["attention_unique"][-1] > 0.6)  # the attention moved off 1/2
+
+
+def test_controls_give_the_answer_or_remove_the_training():
+    """reverse_in_training: the held-out rows are inputs now, so they move and the held-out
+    sentences are learnt; no_training: every model keeps its start (uniform predictions)."""
+    kw = dict(M=30, n=8, n_heldout=3, n_seeds=2, lr=20.0, steps=100, d=16, tf_steps=100,
+              tf_lr=8.0, eval_points=5)
+    given = one_layer.run(one_layer.Config(reverse_in_training=True, **kw))
+    assert given.task.n_train == 8 + 8
+    assert np.all(given.history["Y_BA_heldout"][-1] > 1.0)
+    assert np.all(given.history["heldout_p"][-1] > 0.5)
+    typed = one_layer.run_typed(one_layer.Config(reverse_in_training=True, **kw)).history
+    assert np.all(typed["heldout_p"][-1] > 0.5) and np.all(typed["Z_BA_heldout"][-1] > 0)
+    frozen = one_layer.run(one_layer.Config(no_training=True, **kw))
+    for h in (frozen.history, frozen.tf_history):
+        np.testing.assert_allclose(h["forward_p"], 1 / 30, rtol=1e-5)
+        np.testing.assert_allclose(h["heldout_p"], 1 / 30, rtol=1e-5)
+    assert np.all(frozen.Y == 0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -22,6 +23,12 @@ class Config:
     ``Theta_0 = init_scale * G`` with ``G`` standard Gaussian (checked against the theorem's
     condition ``1/(2m) < p < 2/m`` in the result). ``optimizer``: ``"gd"`` (full batch; small
     ``lr`` approximates gradient flow) or ``"sgd"`` (``batch_size`` pairs a step).
+
+    Two controls (the notebook's ``CONTROL``), both off by default:
+    ``reverse_in_training`` also trains the held-out reverse facts (they are still evaluated
+    as ``reverse_loss``: a "not learnt" claim must then fail); ``no_training`` turns every
+    optimiser step into a no-op (the loss is multiplied by 0), so ``Theta`` keeps its initial
+    value while the evaluations run as usual.
     """
 
     m: int = 64
@@ -38,6 +45,8 @@ class Config:
     init_scale: float = 0.1
     eval_points: int = 60
     eval_spacing: str = "log"
+    reverse_in_training: bool = False
+    no_training: bool = False
 
     def __post_init__(self):
         _validate.integer("m", self.m, 4, 20_000)
@@ -49,6 +58,9 @@ class Config:
         _validate.choice("optimizer", self.optimizer, ("gd", "sgd"))
         _validate.choice("init", self.init, ("zero", "pretrained"))
         _validate.real("init_scale", self.init_scale, 0.0, 10.0)
+        for name in ("reverse_in_training", "no_training"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         self.train_config()  # validates lr, steps, batch_size, eval_*
 
     def train_config(self) -> TrainConfig:
@@ -103,6 +115,11 @@ class Result:
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` bilinear models at once and evaluate them."""
     task = bilinear_task(config.m, config.n, config.d, config.n_reverse_heldout, config.seeds)
+    if config.reverse_in_training:  # control: the held-out reverse facts join the training set
+        task = dataclasses.replace(
+            task, train_in=torch.cat([task.train_in, task.heldout_in], dim=1),
+            train_out=torch.cat([task.train_out, task.heldout_out], dim=1))
+    gain = 0.0 if config.no_training else 1.0  # control: a zero loss makes every step a no-op
     S, r = task.n_seeds, task.coords.shape[-1]
     theta0 = None
     if config.init == "pretrained":
@@ -115,8 +132,9 @@ def run(config: Config) -> Result:
 
     def loss(idx):
         if idx is None:
-            return model.loss(vocab, task.train_in, task.train_out)
-        return model.loss(vocab, task.train_in.gather(1, idx), task.train_out.gather(1, idx))
+            return gain * model.loss(vocab, task.train_in, task.train_out)
+        return gain * model.loss(vocab, task.train_in.gather(1, idx),
+                                 task.train_out.gather(1, idx))
 
     history = train(
         model, loss, config.train_config(),

@@ -3,6 +3,7 @@ actual one-layer transformer with frozen embeddings, on the same reversal data."
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -22,7 +23,12 @@ class Config:
     backward sentence is held out. The reparameterised model trains ``steps`` full-batch GD
     steps of size ``lr`` from ``Y = Z = 0``; the transformer (``d``, ``embedding``,
     ``init_std`` of ``W_Q, W_K``; ``W_V`` starts at zero) trains ``tf_steps`` GD steps of
-    size ``tf_lr``."""
+    size ``tf_lr``.
+
+    Two controls (the notebook's ``CONTROL``), both off by default: ``reverse_in_training``
+    also trains the held-out backward sentences (still evaluated as held out: a "not learnt"
+    claim must then fail); ``no_training`` turns every optimiser step into a no-op (the loss
+    is multiplied by 0), so every model keeps its initial weights."""
 
     M: int = 200
     n: int = 60
@@ -37,6 +43,8 @@ class Config:
     tf_lr: float = 8.0
     tf_steps: int = 600
     eval_points: int = 40
+    reverse_in_training: bool = False
+    no_training: bool = False
 
     def __post_init__(self):
         _validate.integer("M", self.M, 6, 5_000)
@@ -49,6 +57,9 @@ class Config:
         if self.embedding == "orthonormal" and self.d < self.M:
             raise ValueError(f"d must be >= M={self.M} for orthonormal embeddings, got {self.d}")
         _validate.real("init_std", self.init_std, 0.0, 10.0)
+        for name in ("reverse_in_training", "no_training"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         self.train_config()
         self.tf_train_config()
 
@@ -116,13 +127,30 @@ def _evals(model, task: ReversalTask, Y_of):
     }
 
 
+def _controlled(task: ReversalTask, config: Config) -> ReversalTask:
+    """The task as the control wants it: with ``reverse_in_training`` the held-out backward
+    sentences are appended to the training sentences (and stay the held-out set)."""
+    if not config.reverse_in_training:
+        return task
+    return dataclasses.replace(
+        task, train_ctx=torch.cat([task.train_ctx, task.heldout_ctx], dim=1),
+        train_query=torch.cat([task.train_query, task.heldout_query], dim=1),
+        train_target=torch.cat([task.train_target, task.heldout_target], dim=1))
+
+
+def _loss_of(model, task: ReversalTask, config: Config):
+    gain = 0.0 if config.no_training else 1.0  # control: a zero loss makes every step a no-op
+    return lambda idx: gain * nll(model(task.train_ctx, task.train_query),
+                                  task.train_target).mean(dim=1)
+
+
 def run(config: Config) -> Result:
     """Train both models on the reversal task, ``config.n_seeds`` seeds at once."""
-    task = reversal_task(config.M, config.n, config.n_heldout, config.seeds)
+    task = _controlled(reversal_task(config.M, config.n, config.n_heldout, config.seeds), config)
     S = task.n_seeds
 
     def loss_of(model):
-        return lambda idx: nll(model(task.train_ctx, task.train_query), task.train_target).mean(dim=1)
+        return _loss_of(model, task, config)
 
     reparam = Reparam(S, config.M)
     history = train(reparam, loss_of(reparam), config.train_config(),
@@ -153,7 +181,8 @@ class TypedResult:
 def run_typed(config: Config) -> TypedResult:
     """``T = 3``: the query attends over two context tokens, so ``Z`` moves. Log-spaced evals,
     since the attention concentrates within the first few steps."""
-    task = typed_reversal_task(config.M, config.n, config.n_heldout, config.seeds)
+    task = _controlled(typed_reversal_task(config.M, config.n, config.n_heldout, config.seeds),
+                       config)
     S, k = task.n_seeds, task.n_heldout
     model = Reparam(S, config.M)
     s1, s2 = torch.arange(S)[:, None], torch.arange(S)[:, None, None]
@@ -167,7 +196,5 @@ def run_typed(config: Config) -> TypedResult:
     evals["Z_BA_heldout"] = lambda: model.Z[s1, task.heldout_query, task.b[:, :k]].abs().amax(1)
     cfg = TrainConfig(steps=config.steps, lr=config.lr, eval_points=config.eval_points,
                       eval_spacing="log")
-    history = train(model, lambda idx: nll(model(task.train_ctx, task.train_query),
-                                           task.train_target).mean(dim=1),
-                    cfg, evals=evals, n_seeds=S)
+    history = train(model, _loss_of(model, task, config), cfg, evals=evals, n_seeds=S)
     return TypedResult(config=config, task=task, history=history)
