@@ -287,18 +287,24 @@ IOI_NAMES = (
 )
 
 
-def ioi_prompts(n: int = 100, seed: int = 0) -> list[dict]:
+def ioi_prompts(n: int = 100, seed: int = 0, remove_io: bool = False) -> list[dict]:
     """``n`` IOI sentences cycling through :data:`IOI_TEMPLATES`, alternating ABBA ("A and B
     ..., B gave to" -> A) and BABA (names swapped). Two distinct names per sentence, drawn with
     ``random.Random(seed)``. Items: ``{"prompt", "io", "s", "order"}`` (``io``: the answer,
-    ``s``: the repeated subject)."""
+    ``s``: the repeated subject). ``remove_io`` (a control): the IO's mention is replaced by a
+    third name (drawn from its own stream, so ``io`` and ``s`` are those of the default), so
+    the answer is no longer in the context."""
     _validate.integer("n", n, 1, None)
-    rng = random.Random(seed)
+    rng, other = random.Random(seed), random.Random(seed + 104_729)
     out = []
     for i in range(n):
         io, s = rng.sample(IOI_NAMES, 2)
         order = "ABBA" if i % 2 == 0 else "BABA"
-        a, b = (io, s) if order == "ABBA" else (s, io)
+        if remove_io:
+            io_text = other.choice([m for m in IOI_NAMES if m not in (io, s)])
+        else:
+            io_text = io
+        a, b = (io_text, s) if order == "ABBA" else (s, io_text)
         prompt = IOI_TEMPLATES[(i // 2) % len(IOI_TEMPLATES)].format(A=a, B=b, S=s)
         out.append({"prompt": prompt, "io": io, "s": s, "order": order})
     return out
@@ -337,14 +343,24 @@ def _encode(tok, prompts) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return enc["input_ids"], mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
 
-def probe_sets(tok, n_ioi: int = 100, seed: int = 0) -> tuple[ProbeSet, ProbeSet]:
-    """The factual-recall and the IOI probe sets."""
+PROMPT_CONTROLS = ("none", "fact_in_context", "io_removed")
+
+
+def probe_sets(tok, n_ioi: int = 100, seed: int = 0,
+               control: str = "none") -> tuple[ProbeSet, ProbeSet]:
+    """The factual-recall and the IOI probe sets. ``control`` (a notebook control, targets
+    unchanged): ``"fact_in_context"`` states each fact before its prompt ("Madrid is located
+    in Spain. Madrid is located in"), so the answer can be copied from the context;
+    ``"io_removed"``: the IOI sentences no longer mention the IO (:func:`ioi_prompts`)."""
+    _validate.choice("control", control, PROMPT_CONTROLS)
     the = token_id(tok, "the")
     prompts = tuple(p for p, _ in FACTUAL)
+    if control == "fact_in_context":
+        prompts = tuple(f"{p} {a}. {p}" for p, a in FACTUAL)
     factual = ProbeSet("factual", prompts, *_encode(tok, prompts), targets={
         "correct": torch.tensor([token_id(tok, a) for _, a in FACTUAL]),
         "the": torch.full((len(FACTUAL),), the)})
-    items = ioi_prompts(n_ioi, seed)
+    items = ioi_prompts(n_ioi, seed, remove_io=control == "io_removed")
     prompts = tuple(d["prompt"] for d in items)
     ioi = ProbeSet("ioi", prompts, *_encode(tok, prompts), targets={
         "correct": torch.tensor([token_id(tok, d["io"]) for d in items]),

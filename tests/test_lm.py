@@ -33,6 +33,21 @@ def test_ioi_prompts():
     assert lm.ioi_prompts(100, seed=1) != items
 
 
+def test_ioi_prompts_with_the_io_removed():
+    """The io_removed control: same IO, S and order as the default, but the IO is no longer
+    named in the sentence (a third name stands in its place); the subject still twice."""
+    import re
+
+    items, gone = lm.ioi_prompts(40, seed=3), lm.ioi_prompts(40, seed=3, remove_io=True)
+    for d, g in zip(items, gone):
+        assert (g["io"], g["s"], g["order"]) == (d["io"], d["s"], d["order"])
+        assert not re.search(rf"\b{g['io']}\b", g["prompt"])
+        assert len(re.findall(rf"\b{g['s']}\b", g["prompt"])) == 2
+        words = set(re.findall(r"[A-Z][a-z]+", g["prompt"])) & set(lm.IOI_NAMES)
+        assert len(words) == 2  # the subject and the stand-in
+    assert [d["prompt"] for d in gone] != [d["prompt"] for d in items]
+
+
 def test_rank_convention():
     w = torch.zeros(1536, 576)
     assert [probes.rank_of_fraction(w, r) for r in (1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.0)] == \
@@ -108,6 +123,20 @@ def model_and_sets():
     torch.set_num_threads(1)
     model, tok, _ = lm.load()
     return model, tok, lm.probe_sets(tok, n_ioi=8, seed=0)
+
+
+def test_prompt_controls_keep_the_targets(model_and_sets):
+    _, tok, sets = model_and_sets
+    f, i = lm.probe_sets(tok, n_ioi=8, seed=0, control="fact_in_context")
+    assert f.prompts[0] == "Madrid is located in Spain. Madrid is located in"
+    for a, b in zip(sets, (f, i)):
+        for key in a.targets:
+            assert torch.equal(a.targets[key], b.targets[key])
+    assert i.prompts == sets[1].prompts  # only the factual set changes
+    f2, i2 = lm.probe_sets(tok, n_ioi=8, seed=0, control="io_removed")
+    assert f2.prompts == sets[0].prompts and i2.prompts != sets[1].prompts
+    with pytest.raises(ValueError, match="control"):
+        lm.probe_sets(tok, n_ioi=8, seed=0, control="shuffled")
 
 
 def test_left_padding_matches_single_prompts(model_and_sets):
