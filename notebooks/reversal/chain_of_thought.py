@@ -25,25 +25,54 @@
 # correlated-token variant of the authors' code, where entities share structure.
 
 # %% tags=["parameters"]
-SEED = 0          # base seed; seeds SEED, SEED+1, ... train side by side
-N_SEEDS = 3       # seeds
-VOCAB = 302       # 2 relation tokens (0 direct, 1 indirect) + 300 entities
-N_TRIPLES = 100   # triples (A_i, B_i, C_i)
-N_HELDOUT = 30    # triples whose "A_i ~> C_i" is held out
-STEPS = 400       # GD steps of the reparameterised model (step size LR)
+SEED = 0  # base seed; seeds SEED, SEED+1, ... train side by side
+N_SEEDS = 3  # seeds
+VOCAB = 302  # 2 relation tokens (0 direct, 1 indirect) + 300 entities
+N_TRIPLES = 100  # triples (A_i, B_i, C_i)
+N_HELDOUT = 30  # triples whose "A_i ~> C_i" is held out
+# GD steps of the reparameterised model per triple: the mean loss over N sentences moves
+# each entry by LR / N per step, so the budget follows the number of triples
+STEPS_PER_TRIPLE = 4
 LR = 100.0
-EPOCHS = 100      # transformer epochs (AdamW, lr 0.01, batch 64)
-N_LAYER = 2       # transformer layers
-D_MODEL = 64      # transformer width
-ALPHABET = 200    # index tokens of the correlated-token variant
+EPOCHS = 100  # transformer epochs (AdamW, lr 0.01, batch 64): steps follow the data
+N_LAYER = 2  # transformer layers
+D_MODEL = 64  # transformer width
+ALPHABET = 200  # index tokens of the correlated-token variant
 RELATED_TRAIN = 100
 RELATED_HELDOUT = 50
 RELATED_EPOCHS = 80
+# a control run: one of the ledger's controls (see scripts/check-claims)
+CONTROL = "none"
 
 # %%
 from revlib import repro
 
 repro.setup(SEED)
+
+from revlib import claims
+
+ledger = claims.Ledger(
+    "reversal/chain_of_thought",
+    control=CONTROL,
+    controls={
+        "no_training": "every model keeps its initial weights",
+        "transitive_in_training": "the held-out A_i ~> C_i facts are trained too "
+        "(the answer given)",
+    },
+    scale=f"|V| = {VOCAB}, {N_TRIPLES} triples ({N_HELDOUT} held out); transformer "
+    f"{N_LAYER} layers, d = {D_MODEL}, {EPOCHS} epochs; {N_SEEDS} seeds",
+    paper_scale="|V| = 800, 200 triples (60 held out); GPT-2, 24 layers, d = 768, "
+    "3000 epochs; 10 seeds",
+    size_knobs={
+        "VOCAB": VOCAB,
+        "N_TRIPLES": N_TRIPLES,
+        "N_HELDOUT": N_HELDOUT,
+        "ALPHABET": ALPHABET,
+        "RELATED_TRAIN": RELATED_TRAIN,
+        "RELATED_HELDOUT": RELATED_HELDOUT,
+    },
+    quick={"N_SEEDS": 1},
+)
 
 import math
 
@@ -54,15 +83,35 @@ from revlib import plot, probes
 from revlib.experiments import chain_of_thought as cot
 from revlib.report import approx
 
+# Tolerances of the printed numbers: how far they move on the simulated other machine
+# and between seeds (scripts/check-seeds); each stays below the margin of its claim.
+TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_CONTRAST = 1.0, 0.8, 3.0
 plot.set_theme()
-cfg = cot.Config(vocab_size=VOCAB, n=N_TRIPLES, n_heldout=N_HELDOUT, seed=SEED, n_seeds=N_SEEDS,
-                 lr=LR, steps=STEPS, epochs=EPOCHS, n_layer=N_LAYER, d_model=D_MODEL,
-                 alphabet=ALPHABET, related_train=RELATED_TRAIN, related_heldout=RELATED_HELDOUT,
-                 related_epochs=RELATED_EPOCHS)
+cfg = cot.Config(
+    vocab_size=VOCAB,
+    n=N_TRIPLES,
+    n_heldout=N_HELDOUT,
+    seed=SEED,
+    n_seeds=N_SEEDS,
+    lr=LR,
+    steps=STEPS_PER_TRIPLE * N_TRIPLES,
+    epochs=EPOCHS,
+    n_layer=N_LAYER,
+    d_model=D_MODEL,
+    alphabet=ALPHABET,
+    related_train=RELATED_TRAIN,
+    related_heldout=RELATED_HELDOUT,
+    related_epochs=RELATED_EPOCHS,
+    heldout_in_training=CONTROL == "transitive_in_training",
+    no_training=CONTROL == "no_training",
+)
 res = cot.run(cfg)
 log_V = res.log_V
-print(f"|V| = {VOCAB}, {N_TRIPLES} triples, {N_HELDOUT} held out: {res.task.n_train} training "
-      f"and {N_HELDOUT} held-out sentences; log|V| = {log_V:.3f}, 1/|V| = {1 / VOCAB:.4f}")
+print(
+    f"|V| = {VOCAB}, {N_TRIPLES} triples, {N_HELDOUT} held out: {res.task.n_train} "
+    f"training and {N_HELDOUT} held-out sentences; log|V| = {log_V:.3f}, "
+    f"1/|V| = {1 / VOCAB:.4f}"
+)
 
 # %% [markdown]
 # ## 1. The reparameterised model: one-hop facts learned, $Y[A_i,C_i]$ never rises
@@ -71,28 +120,91 @@ print(f"|V| = {VOCAB}, {N_TRIPLES} triples, {N_HELDOUT} held out: {res.task.n_tr
 # entry $Y[A_i,C_i]$ receives gradient only from "$A_i\to B_i$", where $C_i$ is a wrong answer,
 # so it can only fall; and $Y[\leadsto,C_i]$ falls too, since $C_i$ is never an answer to
 # "$\leadsto$". Raising $A\to B$ and $B\to C$ does not raise $A\to C$.
+#
+# Each claim below names the control that must break it: with every model left untrained
+# (`no_training`) nothing that needs learning may hold, and with the held-out
+# "$A_i\leadsto C_i$" put into training (`transitive_in_training`) the claims that the
+# two-hop fact is *not* learnt must fail, so their tests would see learning if it happened.
 
-# %%
+# %% tags=["hide-input"]
 rp = res.reparam
 h = rp.history
-print(f"final train probabilities (worst seed): p(B|A->) {h['p_AB'][-1].min():.3f}, "
-      f"p(C|B->) {h['p_BC'][-1].min():.3f}, p(C|A~>) {h['p_AC_train'][-1].min():.3f}")
-print(f"largest Y[A_i, C_i] over held-out triples, all steps and seeds: {res.reparam_Y_AC_heldout.max():.3f}")
-print(f"held-out p(C_i | A_i ~>): final {h['p_AC_heldout'][-1].max():.2e}; "
-      f"NLL {h['nll_heldout'][-1].mean():.2f} = log|V| + {h['nll_heldout'][-1].mean() - log_V:.2f}")
-print(f"greedy two-step answer A -> B^ -> C^ correct on held-out triples: {rp.two_step_acc.min():.3f}; "
-      f"direct A ~> C^: {rp.direct_acc.max():.3f}")
-assert np.all(h["p_AB"][-1] > 0.9) and np.all(h["p_BC"][-1] > 0.9) and np.all(h["p_AC_train"][-1] > 0.9)
-assert res.reparam_Y_AC_heldout.max() <= 0.0          # exactly: it can only decrease
-assert np.all(h["p_AC_heldout"] <= 1 / VOCAB + 1e-9)
-assert np.all(rp.two_step_acc == 1.0) and np.all(rp.direct_acc == 0.0)
+p_train = np.min([h["p_AB"][-1], h["p_BC"][-1], h["p_AC_train"][-1]], axis=0)
+ledger.precondition(
+    "reparam-fit",
+    "the reparameterised model fits the three training "
+    "relations (smallest final answer probability, per seed)",
+    p_train,
+    above=0.9,
+    tol=0.01,
+)
+ledger.check(
+    "reparam-two-step",
+    "the greedy two-step answer A -> B^ -> C^ is right on the "
+    "held-out triples (per seed)",
+    rp.two_step_acc,
+    above=0.9,
+    tol=0.01,
+    paper="reaches C_i (Theorem 4; no number)",
+    controls=("no_training",),
+)
+# evaluated steps after the first (at step 0, Y = 0 and p = 1/|V| exactly)
+y_ac = res.reparam_Y_AC_heldout[1:].max(axis=0)
+ledger.check(
+    "reparam-y-ac-falls",
+    "Y[A_i, C_i] of the held-out triples stays below its "
+    "initial 0 (largest over triples and steps, per seed)",
+    y_ac,
+    below=0.0,
+    tol=0.001,
+    paper="not increased (Theorem 4)",
+    controls=("transitive_in_training",),
+    requires=("reparam-fit",),
+)
+p_held = (VOCAB * h["p_AC_heldout"][1:]).max(axis=0)
+ledger.check(
+    "reparam-heldout-below-uniform",
+    "|V| p(C_i | A_i ~>) of the held-out triples "
+    "stays below 1, the uniform level (largest over steps, per seed)",
+    p_held,
+    below=1.0,
+    tol=0.01,
+    paper="p <= 1/|V| (Theorem 4)",
+    controls=("transitive_in_training",),
+    requires=("reparam-fit",),
+)
+ledger.check(
+    "reparam-direct-fails",
+    "the direct answer A ~> C^ is right on at most a tenth "
+    "of the held-out triples (per seed)",
+    rp.direct_acc,
+    below=0.1,
+    tol=0.01,
+    paper="fails (Theorem 4; no number)",
+    controls=("transitive_in_training",),
+    requires=("reparam-fit",),
+)
+p_final = h["p_AC_heldout"][-1].max()
+nll_final = h["nll_heldout"][-1].mean()
+print(
+    f"final held-out p(C_i | A_i ~>), largest seed: {p_final:.2e}; "
+    f"NLL {nll_final:.2f} = log|V| + {nll_final - log_V:.2f}"
+)
+ledger.glue("reparam_fit_min", p_train.min(), tol=0.01)
+ledger.glue("reparam_fit_max", p_train.max(), tol=0.01)
+ledger.glue("reparam_p_final", p_final * 1e5, tol=0.1)
+ledger.glue("reparam_nll_final", nll_final, tol=0.1)
+_ = ledger.glue("reparam_nll_excess", nll_final - log_V, tol=0.1)
 
-# %% mystnb={"figure": {"caption": "Reparameterised one-layer model on the chain task by full-batch GD (|V| = 302, 100 triples, 30 held out, step 100, 3 seeds, median and band). Answer probabilities of the three training relations and of the held-out $A_i\\leadsto C_i$, against $1/|V|$ (dotted). The paper proves Theorem 4 for this model without a simulation we know of; the scale is ours.", "name": "fig-cot-reparam"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Reparameterised one-layer model on the chain task by full-batch GD (|V| = 302, 100 triples, 30 held out, step 100, 3 seeds, median and band). Answer probabilities of the three training relations and of the held-out $A_i\\leadsto C_i$, against $1/|V|$ (dotted). The paper proves Theorem 4 for this model without a simulation we know of; the scale is ours.", "name": "fig-cot-reparam"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 t = h.time
-for key, label in [("p_AB", r"train $p(B_i\mid A_i\to)$"), ("p_BC", r"train $p(C_i\mid B_i\to)$"),
-                   ("p_AC_train", r"train $p(C_i\mid A_i\leadsto)$"),
-                   ("p_AC_heldout", r"held-out $p(C_i\mid A_i\leadsto)$")]:
+for key, label in [
+    ("p_AB", r"train $p(B_i\mid A_i\to)$"),
+    ("p_BC", r"train $p(C_i\mid B_i\to)$"),
+    ("p_AC_train", r"train $p(C_i\mid A_i\leadsto)$"),
+    ("p_AC_heldout", r"held-out $p(C_i\mid A_i\leadsto)$"),
+]:
     plot.seed_band(ax, t[1:], h[key][1:], label=label)
 ax.axhline(1 / VOCAB, color="k", ls=":", lw=1, label="$1/|V|$")
 ax.set(xscale="log", yscale="log", xlabel="time $t$", ylabel="probability")
@@ -107,35 +219,88 @@ plt.show()
 # tied embeddings; no dropout) trained with AdamW at learning rate 0.01, weight decay 0.01
 # (what the paper's code effectively uses) and batch 64 on the answer token only, the layout of
 # the paper's `ChainDataset`: sentences `[A, 0, B]`, `[B, 0, C]`, `[A, 1, C]`.
+#
+# A mean NLL above $\log|V|$ can hide a right answer that still ranks first, so the
+# transformer's failure is stated as a rank: the mean reciprocal rank (MRR) of $C_i$ among
+# the $n$ entities $C_j$ after "$A_i\leadsto$", over its chance level.
 
-# %%
+# %% tags=["hide-input"]
 tf = res.transformer
 th = tf.history
 nll_held = th["nll_heldout"][-1]
 k, n = N_HELDOUT, N_TRIPLES
 train_rows, held_rows = list(range(k, n)), list(range(k))
 # Rank of the right answer C_i among the answers of the same type: the n entities C_j.
-mrr = {split: np.array([probes.diagonal_reciprocal_rank(tf.blocks["C|A"][s], rows).mean()
-                        for s in range(N_SEEDS)])
-       for split, rows in (("train", train_rows), ("held", held_rows))}
+mrr = {
+    split: np.array(
+        [
+            probes.diagonal_reciprocal_rank(tf.blocks["C|A"][s], rows).mean()
+            for s in range(N_SEEDS)
+        ]
+    )
+    for split, rows in (("train", train_rows), ("held", held_rows))
+}
 chance = probes.chance_mrr(n)
-# Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
-# (the held-out p(C_i | A_i ~>) of one seed moved from 0.019 to 0.002 on the simulated machine)
-TOL_NLL_TRAIN, TOL_NLL_HELD, TOL_P, TOL_MRR = 0.05, 10.0, 0.05, 0.1
-print(f"final training NLL (worst seed): {approx(th['nll_train'][-1].max(), TOL_NLL_TRAIN)}")
-print(f"held-out A ~> C NLL per seed: {approx(nll_held, TOL_NLL_HELD)}; log|V| = {log_V:.2f}")
-print(f"held-out p(C_i | A_i ~>), mean over triples: {approx(th['p_AC_heldout'][-1], TOL_P)}")
-print(f"MRR of C_i among the {n} entities C_j after A_i ~>: training triples "
-      f"{approx(mrr['train'], TOL_MRR)}, held-out {approx(mrr['held'], TOL_MRR)}; "
-      f"chance {chance:.3f}")
-print(f"greedy two-step answer correct on held-out triples: {approx(tf.two_step_acc, 0.1)}; "
-      f"direct answer: {approx(tf.direct_acc, 0.1)}")
-assert np.all(th["nll_train"][-1] < 0.1) and np.all(mrr["train"] > 0.9)
-# the held-out answer ranks near chance among its own type (a learnt fact would rank first)
-assert np.all(mrr["held"] < 4 * chance), mrr["held"]
-assert np.all(tf.two_step_acc >= 0.9) and np.all(tf.direct_acc <= 0.2)
+ledger.precondition(
+    "tf-fit",
+    "the transformer fits the training sentences (final answer NLL, per seed)",
+    th["nll_train"][-1],
+    below=0.1,
+    tol=0.02,
+)
+ledger.check(
+    "tf-two-step",
+    "the greedy two-step answer is right on the held-out triples (per seed)",
+    tf.two_step_acc,
+    above=0.9,
+    tol=0.05,
+    paper="chain-of-thought helps (no number)",
+    controls=("no_training",),
+)
+ledger.check(
+    "tf-heldout-rank-chance",
+    "the held-out C_i ranks near chance among the n "
+    "entities C_j after A_i ~> (MRR over chance, per seed)",
+    mrr["held"] / chance,
+    below=4.0,
+    tol=TOL_MRR_RATIO,
+    paper="no diagonal (Figure 4; no number)",
+    controls=("transitive_in_training",),
+    requires=("tf-fit",),
+)
+ledger.check(
+    "tf-direct-fails",
+    "the direct answer A ~> C^ is right on at most a fifth of "
+    "the held-out triples (per seed)",
+    tf.direct_acc,
+    below=0.2,
+    tol=0.07,
+    paper="fails (no number)",
+    controls=("transitive_in_training",),
+    requires=("tf-fit",),
+)
+ledger.check(
+    "tf-heldout-nll-above-uniform",
+    "the held-out NLL ends above log|V|, no better "
+    "than a uniform guess (median seed, over log|V|)",
+    np.median(nll_held) / log_V,
+    above=1.0,
+    tol=TOL_NLL_RATIO,
+    paper="no better than uniform (no number)",
+    controls=("transitive_in_training",),
+    requires=("tf-fit",),
+)
+print(
+    f"training triples: MRR of C_i among the {n} entities C_j "
+    f"{approx(mrr['train'], 0.02)}; chance {chance:.3f}"
+)
+ledger.glue("tf_nll_train_max", th["nll_train"][-1].max(), tol=0.02)
+ledger.glue("tf_mrr_held", mrr["held"], tol=TOL_MRR_RATIO * chance)
+ledger.glue("tf_chance", chance, digits=3)
+ledger.glue("tf_nll_held_median", np.median(nll_held), tol=TOL_NLL_RATIO * log_V)
+_ = ledger.glue("tf_direct_max", tf.direct_acc.max(), tol=0.07)
 
-# %% mystnb={"figure": {"caption": "Answer NLL of a 2-layer causal transformer on the chain task (d = 64, 4 heads, |V| = 302, 100 triples with 30 held out, AdamW lr 0.01, batch 64, 100 epochs, 3 seeds). Dotted: $\\log|V|$. The paper: 24 layers, d = 768, vocabulary 800, 200 triples, 3000 epochs, 10 seeds; its numbers were not available to us.", "name": "fig-cot-transformer"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Answer NLL of a 2-layer causal transformer on the chain task (d = 64, 4 heads, |V| = 302, 100 triples with 30 held out, AdamW lr 0.01, batch 64, 100 epochs, 3 seeds). Dotted: $\\log|V|$. The paper: 24 layers, d = 768, vocabulary 800, 200 triples, 3000 epochs, 10 seeds; its numbers were not available to us.", "name": "fig-cot-transformer"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 epochs = th.steps / (res.task.n_train // cfg.batch_size)
 plot.seed_band(ax, epochs, th["nll_train"], label="training sentences")
@@ -152,8 +317,11 @@ plt.show()
 # Answer logits over the candidate entities, training triples (top rows of each block) and
 # held-out triples (below the white line). We read them after the relation token ("$A_i\to$",
 # "$B_i\to$", "$A_i\leadsto$"); the paper's heatmap script reads them after the entity alone.
+# Per block: the mean diagonal logit minus the mean off-diagonal logit, and the fraction of
+# rows whose own entity tops the $n$ candidates (a uniform guess: $1/n$).
 
-# %%
+
+# %% tags=["hide-input"]
 def contrast(block, rows):
     sub = block[rows]
     diag = np.array([sub[i, r] for i, r in enumerate(rows)])
@@ -161,37 +329,95 @@ def contrast(block, rows):
 
 
 def top_among_candidates(block, rows):
-    """Fraction of the rows whose own entity has the largest logit among the n candidates."""
+    """Fraction of the rows whose own entity has the largest logit among the n
+    candidates."""
     return np.mean([block[r].argmax() == r for r in rows])
 
 
-print("diagonal minus off-diagonal logit (median over seeds); in brackets the fraction of rows")
-print("whose own entity tops the n candidates (mean over seeds)")
-TOL_CONTRAST, TOL_TOP = 5.0, 0.1
+print(
+    "diagonal minus off-diagonal logit (median over seeds); in brackets the fraction of"
+)
+print("rows whose own entity tops the n candidates (mean over seeds)")
 print("model, block: training triples | held-out triples")
-contrasts = {}
+top, contrasts = {}, {}
 for name, mres in [("reparam", rp), ("transformer", tf)]:
     for key in ("B|A", "C|B", "C|A"):
         blocks = mres.blocks[key]
-        tr = np.median([contrast(blocks[s], train_rows) for s in range(N_SEEDS)])
-        he = np.median([contrast(blocks[s], held_rows) for s in range(N_SEEDS)])
-        tr_top = np.mean([top_among_candidates(blocks[s], train_rows) for s in range(N_SEEDS)])
-        he_top = np.mean([top_among_candidates(blocks[s], held_rows) for s in range(N_SEEDS)])
-        contrasts[name, key] = (tr, he)
-        print(f"{name} {key}: {approx(tr, TOL_CONTRAST)} ({approx(tr_top, TOL_TOP)}) | "
-              f"{approx(he, TOL_CONTRAST)} ({approx(he_top, TOL_TOP)})")
-        assert tr > 2 and (he > 2 if key != "C|A" else he < 0.5 * tr)
-assert contrasts["reparam", "C|A"][1] < 0
+        for split, rows in (("train", train_rows), ("held", held_rows)):
+            top[name, key, split] = np.array(
+                [top_among_candidates(blocks[s], rows) for s in range(N_SEEDS)]
+            )
+            contrasts[name, key, split] = np.median(
+                [contrast(blocks[s], rows) for s in range(N_SEEDS)]
+            )
+        print(
+            f"{name} {key}: {approx(contrasts[name, key, 'train'], TOL_CONTRAST)} "
+            f"({approx(top[name, key, 'train'].mean(), 0.07)}) | "
+            f"{approx(contrasts[name, key, 'held'], TOL_CONTRAST)} "
+            f"({approx(top[name, key, 'held'].mean(), 0.07)})"
+        )
+        for split in ("train", "held"):
+            tag = f"{name}_{key[0]}{key[-1]}_{split}".lower()
+            ledger.glue(
+                f"contrast_{tag}", contrasts[name, key, split], tol=TOL_CONTRAST
+            )
+            ledger.glue(f"top_{tag}", top[name, key, split].mean(), tol=0.07)
+one_hop = np.concatenate(
+    [
+        top[m, key, split]
+        for m in ("reparam", "transformer")
+        for key, split in [
+            ("B|A", "train"),
+            ("B|A", "held"),
+            ("C|B", "train"),
+            ("C|B", "held"),
+            ("C|A", "train"),
+        ]
+    ]
+)
+ledger.check(
+    "one-hop-diagonals",
+    "in both models the own entity tops the candidates in "
+    "B|A and C|B (every triple) and in C|A (training triples): smallest fraction "
+    "of rows over blocks and seeds",
+    one_hop.min(),
+    above=0.9,
+    tol=0.05,
+    paper="bright diagonals (Figure 4; no number)",
+    controls=("no_training",),
+)
+held_ca = np.concatenate(
+    [top["reparam", "C|A", "held"], top["transformer", "C|A", "held"]]
+)
+_ = ledger.check(
+    "ca-heldout-no-diagonal",
+    "for the held-out triples the own C_i tops the C|A "
+    "candidates in at most a fifth of the rows (both models, per seed)",
+    held_ca,
+    below=0.2,
+    tol=0.07,
+    paper="no diagonal (Figure 4; no number)",
+    controls=("transitive_in_training",),
+    requires=("reparam-fit", "tf-fit"),
+)
 
-# %% mystnb={"figure": {"caption": "Answer logits over candidate entities (seed SEED; rows: triples, held-out triples below the white line). Top: reparameterised model; bottom: 2-layer transformer (d = 64, |V| = 302). B|A and C|B have a diagonal for every triple; C|A has one only for the training triples: intransitivity. The paper's Figure 4 shows the same three panels for a 24-layer GPT-2 at vocabulary 800.", "name": "fig-cot-heatmaps"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Answer logits over candidate entities (seed SEED; rows: triples, held-out triples below the white line). Top: reparameterised model; bottom: 2-layer transformer (d = 64, |V| = 302). B|A and C|B have a diagonal for every triple; C|A has one only for the training triples: intransitivity. The paper's Figure 4 shows the same three panels for a 24-layer GPT-2 at vocabulary 800.", "name": "fig-cot-heatmaps"}}
 fig, axes = plt.subplots(2, 3, figsize=(12, 8))
 order = np.r_[train_rows, held_rows]
 for row, (name, mres) in enumerate([("reparam", rp), ("transformer", tf)]):
     for col, key in enumerate(("B|A", "C|B", "C|A")):
         block = mres.blocks[key][0][order][:, order]
         lo, hi = np.percentile(block, [1, 99.5])
-        plot.heatmap(axes[row, col], block, f"{name}: logits {key}", key[0], key[-1],
-                     vmin=lo, vmax=hi, cbar=False)
+        plot.heatmap(
+            axes[row, col],
+            block,
+            f"{name}: logits {key}",
+            key[0],
+            key[-1],
+            vmin=lo,
+            vmax=hi,
+            cbar=False,
+        )
         axes[row, col].axhline(n - k, color="white", lw=2)
 plot.savefig(fig, "fig-cot-heatmaps")
 plt.show()
@@ -205,38 +431,64 @@ plt.show()
 # the training triples teach. We report the two-token answer NLL
 # $-\log p(z\mid x,i,\leadsto)-\log p(i\mid x,i,\leadsto,z)$; its uniform level is
 # $2\log|V'|$ with $|V'| = $ 5 + the alphabet. The first token alone ($z$) is trivial.
+# Some seeds need more than 80 epochs to fit the training triples, so the claim is on the
+# median seed, as a fraction of the uniform level.
 
-# %%
+# %% tags=["hide-input"]
 rel = res.related
 V2 = res.related_task.vocab_size
-print(f"|V'| = {V2}, uniform two-token NLL 2 log|V'| = {2 * math.log(V2):.2f}")
-# Small NLLs with a heavy tail: on the simulated other machine one seed's held-out NLL was
-# 0.13 where the stored run then had 0.007.
-TOL_REL = 0.05
-TOL_REL_HELD = 0.2
-print(f"training two-token NLL, final per seed: {approx(rel['word_nll_train'][-1], TOL_REL)}")
-print(f"held-out two-token NLL, final per seed: {approx(rel['word_nll_heldout'][-1], TOL_REL_HELD)}; "
-      f"worst held-out triple: {approx(rel['word_nll_heldout_max'][-1], 1.0)}")
-print(f"held-out first-token (z) NLL: {approx(rel['first_nll_heldout'][-1], 0.01)}")
+uniform2 = 2 * math.log(V2)
+print(f"|V'| = {V2}, uniform two-token NLL 2 log|V'| = {uniform2:.2f}")
 tr_nll, he_nll = rel["word_nll_train"][-1], rel["word_nll_heldout"][-1]
-fitted = tr_nll < 0.1
-# The median seed fits the training triples in 80 epochs (some seeds need longer), and the
-# rule "emit z, copy i" generalises: where the training triples are fitted, the held-out
-# two-token NLL is below a tenth of the uniform 2 log|V'| (a fresh seed that fitted its
-# training triples had 0.59: a few held-out triples wrong, worst 8.3), and the median seed's
-# held-out answers are fitted as its training ones are.
-assert np.median(tr_nll) < 0.1, tr_nll
-assert np.all(he_nll[fitted] < 0.1 * 2 * math.log(V2)), he_nll
-assert np.median(he_nll) < 0.1, he_nll
+ledger.precondition(
+    "related-fit",
+    "the correlated-token model fits its training triples "
+    "(median seed's two-token NLL)",
+    np.median(tr_nll),
+    below=0.1,
+    tol=0.02,
+)
+ledger.check(
+    "related-heldout-learnt",
+    "with entities that share type tokens the held-out "
+    "two-hop facts are learnt: the median seed's held-out two-token NLL is below a "
+    "tenth of the uniform 2 log|V'|",
+    np.median(he_nll) / uniform2,
+    below=0.1,
+    tol=0.03,
+    paper="unknown (authors' script; its place in the paper unknown)",
+    controls=("no_training",),
+)
+print(
+    f"held-out first-token (z) NLL, largest seed: "
+    f"{approx(rel['first_nll_heldout'][-1].max(), 0.05)}"
+)
+ledger.glue("related_nll_train_median", np.median(tr_nll), tol=0.02)
+ledger.glue("related_nll_held_median", np.median(he_nll), tol=0.03 * uniform2)
+_ = ledger.glue("related_uniform", uniform2, digits=2)
 
-# %% mystnb={"figure": {"caption": "Correlated-token variant (2-layer transformer, d = 64, alphabet 200, 100 training and 50 held-out triples, AdamW lr 0.01, batch 64, 80 epochs, 3 seeds): two-token answer NLL of training sentences and of the held-out $x\\,i\\leadsto z\\,i$, and the first-token NLL of the held-out answer. Dotted: $2\\log|V'|$. The authors' script uses d = 768, alphabet 600 and 200 training triples; where this experiment sits in the paper is not known to us.", "name": "fig-cot-related"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Correlated-token variant (2-layer transformer, d = 64, alphabet 200, 100 training and 50 held-out triples, AdamW lr 0.01, batch 64, 80 epochs, 3 seeds): two-token answer NLL of training sentences and of the held-out $x\\,i\\leadsto z\\,i$, and the first-token NLL of the held-out answer. Dotted: $2\\log|V'|$. The authors' script uses d = 768, alphabet 600 and 200 training triples; where this experiment sits in the paper is not known to us.", "name": "fig-cot-related"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 epochs = rel.steps / (res.related_task.n_train // cfg.batch_size)
 plot.seed_band(ax, epochs, rel["word_nll_train"], label="training, two-token answer")
-plot.seed_band(ax, epochs, rel["word_nll_heldout"], label=r"held-out $x\,i\leadsto z\,i$, two-token")
-plot.seed_band(ax, epochs, rel["first_nll_heldout"], label="held-out, first token $z$ only", ls="--")
-ax.axhline(2 * math.log(V2), color="k", ls=":", lw=1, label=r"$2\log|V'|$")
+plot.seed_band(
+    ax,
+    epochs,
+    rel["word_nll_heldout"],
+    label=r"held-out $x\,i\leadsto z\,i$, two-token",
+)
+plot.seed_band(
+    ax,
+    epochs,
+    rel["first_nll_heldout"],
+    label="held-out, first token $z$ only",
+    ls="--",
+)
+ax.axhline(uniform2, color="k", ls=":", lw=1, label=r"$2\log|V'|$")
 ax.set(xlabel="epoch", ylabel="answer NLL (nats)")
 ax.legend(fontsize="small")
 plot.savefig(fig, "fig-cot-related")
 plt.show()
+
+# %%
+ledger.summary()
