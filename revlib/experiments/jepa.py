@@ -28,7 +28,11 @@ class Config:
     """Data as in :mod:`revlib.experiments.surface_names`; model: ``n_rec`` recognition and
     ``n_sem`` semantic blocks of width ``d_model``, or ``memory=True`` (top-1 memory layer as the
     recognition module). ``concept_ln="auto"``: as the paper's scripts, parameter-free RMS norm
-    of the prediction for JEPA, learnable LayerNorm on both sides with the memory layer. AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``."""
+    of the prediction for JEPA, learnable LayerNorm on both sides with the memory layer. AdamW
+    with ``lr``, ``weight_decay``, ``batch_size``, ``steps``. ``shuffle_atomic``: a control,
+    the answers of the ``atomic`` facts are permuted among themselves (same entity type, same
+    counts), so that no trained fact is the reverse of a held-out one (off: the data as
+    stored)."""
 
     n_a: int = 400
     n_b: int = 240
@@ -48,8 +52,11 @@ class Config:
     n_seeds: int = 3
     n_eval: int = 400
     eval_points: int = 6
+    shuffle_atomic: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.shuffle_atomic, bool):
+            raise ValueError(f"shuffle_atomic must be True or False, got {self.shuffle_atomic!r}")
         _validate.integer("multiplicity", self.multiplicity, 1, 1000)
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, 64)
@@ -100,6 +107,15 @@ def patches(task: BindingTask, split: str) -> tuple[torch.Tensor, torch.Tensor, 
     return p, last, f[..., 2]
 
 
+def _shuffle_atomic(task: BindingTask, seeds: list[int]) -> BindingTask:
+    """The task with the tails of its ``atomic`` facts permuted (per seed, its own stream)."""
+    atomic = task.facts["atomic"].clone()                                           # [S, N, 3]
+    for i, s in enumerate(seeds):
+        perm = torch.randperm(atomic.shape[1], generator=repro.generator(s + 31_337))
+        atomic[i, :, 2] = atomic[i, perm, 2]
+    return dataclasses.replace(task, facts={**task.facts, "atomic": atomic})
+
+
 def _memory_keys(task: BindingTask) -> torch.Tensor:
     """One key per entity (its name) and per non-entity token (``<mask>``, relations)."""
     S = task.names.shape[0]
@@ -113,6 +129,8 @@ def run(config: Config) -> Result:
     task = binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds)
     if task.name_length != 2:
         raise ValueError("multiplicity must be >= 1 (two-token names) for the JEPA chapter")
+    if config.shuffle_atomic:
+        task = _shuffle_atomic(task, config.seeds)
     S = config.n_seeds
     data = {k: patches(task, k) for k in SPLITS}
     tr = [torch.cat([data["train"][i], data["atomic"][i]], 1) for i in range(3)]
