@@ -22,6 +22,9 @@
 # it on *clean* sequences. Every claim is checked on each seed: the full model puts about
 # $\alpha$ on $\tau$; without its second feed-forward layer (FF2) it recalls $\bar y$; layer-2
 # attention attends to $\bar y$ and not to $\tau$; FF2 alone maps the trigger to $\tau$.
+# Three controls (`CONTROL`) must break these claims: training without noise
+# (`no_noise`: FF2 has no $\tau$ to store), FF2 kept at its initial weights (`ff2_frozen`),
+# and every attention layer kept at its initial weights (`attention_frozen`).
 
 # %% tags=["parameters"]
 SEED = 0          # base seed; seeds SEED, SEED+1, ... train side by side
@@ -32,11 +35,25 @@ SEQ_LEN = 64      # T (the paper's script: 256)
 BATCH = 32        # sequences per step (the paper's script: 512)
 ALPHA = 0.5       # noise probability (the paper's script: 0.5)
 LR = 0.03         # SGD with momentum 0.9 and weight decay 1e-4, as in the script
+CONTROL = "none"  # a control run, one of the ledger's controls; see check-claims
 
 # %%
 from revlib import repro
 
 repro.setup(SEED)
+
+from revlib import claims
+
+ledger = claims.Ledger(
+    "associations/ff_vs_attention", control=CONTROL,
+    controls={"no_noise": "trained with noise_prob = 0: no noise token to store",
+              "ff2_frozen": "FF2 keeps its initial weights (it cannot store q -> tau)",
+              "attention_frozen": "every attention layer keeps its initial weights "
+                                  "(no induction head can form)"},
+    scale=f"d = {D}, T = {SEQ_LEN}, batch {BATCH}, {STEPS} SGD steps, {N_SEEDS} seeds",
+    paper_scale="d = 256, T = 256, batch 512, 5000 SGD steps (the code's script)",
+    size_knobs={"D": D, "SEQ_LEN": SEQ_LEN},
+    quick={"N_SEEDS": 1, "STEPS": 400})
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -46,17 +63,22 @@ from revlib.experiments import ff_vs_attention as fa
 from revlib.report import approx
 
 plot.set_theme()
-base = dict(d=D, seq_len=SEQ_LEN, alpha=ALPHA, seed=SEED, steps=STEPS, batch_size=BATCH, lr=LR)
+# the controls change the training only; every claim keeps the nominal ALPHA
+train_alpha = 0.0 if CONTROL == "no_noise" else ALPHA
+frozen = {"ff2_frozen": ("ff2",), "attention_frozen": ("attention",)}.get(CONTROL, ())
+base = dict(d=D, seq_len=SEQ_LEN, alpha=train_alpha, seed=SEED, steps=STEPS,
+            batch_size=BATCH, lr=LR, frozen=frozen)
 main = fa.run(fa.Config(n_seeds=N_SEEDS, **base))
 print(f"seeds {main.config.seeds}, trainable parameters per model: {main.n_params}")
 
-
-# Printed numbers carry the tolerance within which they reproduce (revlib.report): the
-# largest move seen across seeds and another CPU kernel path (scripts/check-seeds).
-TOL_P = 0.2        # probabilities and accuracies on clean test data
-TOL_RANK = 0.3     # the same under partial-rank truncation, which spreads them further
-TOL_ATT = 0.1      # attention mass (a variant moved 0.06 on the simulated other machine)
-TOL_MARGIN = 2.0   # FF2 logit margin
+# %% tags=["hide-input"]
+# Printed numbers carry the tolerance within which they reproduce (revlib.report): about
+# the largest move seen across seeds 11 and 12 and the simulated other CPU kernel path
+# (scripts/check-seeds), and each below its claim's margin.
+TOL_P = 0.15       # probabilities and accuracies on clean test data (accuracy moved 0.1
+                   # between two machines); 0.1 where a claim's margin is smaller
+TOL_ATT = 0.1      # attention mass
+TOL_MARGIN = 0.5   # FF2 logit margin
 
 
 def show(name, values, tol=TOL_P):
@@ -70,7 +92,7 @@ def show(name, values, tol=TOL_P):
 # $\bar y\notin\{q,\tau\}$: the mean probability of $\tau$ and of $\bar y$, and the argmax
 # accuracy (prediction $=\bar y$). One value per seed.
 
-# %%
+# %% tags=["hide-input"]
 f = main.final
 show("full model       p(tau)", f("p_tau"))
 show("full model       p(ybar)", f("p_ybar"))
@@ -79,14 +101,34 @@ show("FF2 removed      p(tau)", f("p_tau_noff2"))
 show("FF2 removed      p(ybar)", f("p_ybar_noff2"))
 show("FF2 removed      accuracy", f("acc_noff2"))
 show("noisy data, full p(tau)", f("train_p_tau"))
-# "about alpha": within alpha / 2 for every seed
-assert np.all(np.abs(f("p_tau") - ALPHA) < ALPHA / 2), f("p_tau")
-# FF2 carries the noise: without it, p(tau) keeps less than a fifth of the full model's
-assert np.all(f("p_tau_noff2") < 0.2 * f("p_tau")), f("p_tau_noff2")
-assert np.all(f("acc_noff2") > 0.9), f("acc_noff2")
-# and removing it helps the clean prediction on every seed (a fresh seed's full model already
-# had accuracy 0.80, against 0.99 without FF2, so no fixed margin is asserted)
-assert np.all(f("acc_noff2") > f("acc")) and np.all(f("p_ybar_noff2") > f("p_ybar"))
+ledger.check("p-tau-near-alpha",
+             "the full model puts alpha on tau on clean data (within alpha / 2)",
+             f("p_tau"), above=ALPHA / 2, below=1.5 * ALPHA, tol=0.1,
+             paper="p(tau) about alpha; values unknown", controls=("no_noise",))
+ledger.check("ff2-carries-tau",
+             "removing FF2 takes away more than 0.6 alpha of p(tau)",
+             (f("p_tau") - f("p_tau_noff2")) / ALPHA, above=0.6, tol=0.15,
+             paper="ablating F2 sends p(tau) to about 0; values unknown",
+             controls=("no_noise", "ff2_frozen"))
+ledger.check("noff2-tau-fraction",
+             "without FF2, p(tau) keeps less than 0.15 of the full model's",
+             f("p_tau_noff2") / f("p_tau"), below=0.15, tol=0.04,
+             paper="unknown", controls=("ff2_frozen",))
+ledger.check("attention-recalls",
+             "without FF2 the model recalls ybar (accuracy above 0.9)",
+             f("acc_noff2"), above=0.9, tol=0.04,
+             paper="p(ybar) towards 1 without F2; values unknown",
+             controls=("attention_frozen",))
+ledger.check("removal-cleans",
+             "removing FF2 raises the clean accuracy by more than 0.1",
+             f("acc_noff2") - f("acc"), above=0.1, tol=TOL_P, paper="unknown",
+             controls=("no_noise",))
+ledger.check("removal-raises-p-ybar",
+             "removing FF2 raises p(ybar) by more than 0.05",
+             f("p_ybar_noff2") - f("p_ybar"), above=0.05, tol=0.06, paper="unknown",
+             controls=("no_noise",))
+for key in ("p_tau", "p_tau_noff2", "p_ybar", "p_ybar_noff2", "acc", "acc_noff2"):
+    ledger.glue(key, f(key), tol=TOL_P)
 
 # %% [markdown]
 # ## 2. The mechanism: who attends where, and what FF2 stores
@@ -94,16 +136,53 @@ assert np.all(f("acc_noff2") > f("acc")) and np.all(f("p_ybar_noff2") > f("p_yba
 # Layer-2 attention, from the loss positions of *noisy* test sequences, onto earlier
 # positions that followed a trigger: those holding $\bar y$ and those holding $\tau$. And
 # the FF2 margin: the trigger's raw embedding through FF2 and the unembedding, $\tau$ logit
-# minus the largest other logit (the original code's `mlp2_trigger_margin`).
+# minus the largest other logit (the original code's `mlp2_trigger_margin`). The order of
+# learning: the first evaluation step at which noisy-data $p(\tau)$ exceeds $\alpha/2$,
+# against the first at which the FF2-removed accuracy exceeds 1/2.
 
-# %%
+# %% tags=["hide-input"]
 show("layer-2 attention on ybar positions", f("att_ybar"), TOL_ATT)
 show("layer-2 attention on tau positions", f("att_tau"), TOL_ATT)
 show("FF2 margin of tau for the trigger", f("ff2_margin"), TOL_MARGIN)
-assert np.all(f("att_ybar") > 0.6) and np.all(f("att_ybar") > 3 * f("att_tau"))
-assert np.all(f("ff2_margin") > 0), f("ff2_margin")
+ledger.check("attention-on-ybar",
+             "layer-2 attention puts more than 0.6 of its mass on earlier ybar "
+             "positions",
+             f("att_ybar"), above=0.6, tol=TOL_ATT, paper="unknown",
+             controls=("attention_frozen",))
+ledger.check("attention-avoids-tau",
+             "layer-2 attention puts more than 3 times as much mass on ybar as on tau",
+             f("att_ybar") / f("att_tau"), above=3, tol=1.5, paper="unknown",
+             controls=("attention_frozen",))
+ledger.check("ff2-margin",
+             "FF2 alone maps the trigger to tau (positive tau margin)",
+             f("ff2_margin"), above=0, tol=TOL_MARGIN, paper="unknown",
+             controls=("no_noise", "ff2_frozen"))
+for key in ("att_ybar", "att_tau"):
+    ledger.glue(key, f(key), tol=TOL_ATT)
+ledger.glue("ff2_margin", f("ff2_margin"), tol=TOL_MARGIN)
 
-# %% mystnb={"figure": {"caption": "Training curves on clean test data (d = 64, T = 64, batch 32, alpha = 0.5, SGD lr 0.03 with momentum; 2 seeds, line: median, band: min-max). Left: p(tau) of the full model and with FF2 removed, and the recall accuracy with FF2 removed. Middle: layer-2 attention mass on earlier ybar and tau positions (noisy test data). Right: the FF2 margin of tau for the trigger embedding. The paper trains d = 256, T = 256, batch 512 for 5000 steps; its curve values are not known to us.", "name": "fig-ffattn-curves"}}
+
+def first_step(curve, level):
+    """First evaluation step at which each seed's curve exceeds level (inf if never)."""
+    above = curve > level
+    steps = main.history.steps.astype(float)
+    return np.where(above.any(0), steps[above.argmax(0)], np.inf)
+
+
+tau_step = first_step(main.history["train_p_tau"], ALPHA / 2)
+recall_step = first_step(main.history["acc_noff2"], 0.5)
+lead = recall_step - tau_step
+lead = np.where(np.isnan(lead), -np.inf, lead)  # neither passes: no order to claim
+print(f"first step with noisy-data p(tau) > alpha/2: {approx(tau_step, 100)}; "
+      f"with FF2-removed accuracy > 0.5: {approx(recall_step, 100)}")
+_ = ledger.check("tau-before-recall",
+             "noisy-data p(tau) passes alpha / 2 at least 200 steps before the recall "
+             "(FF2-removed accuracy) passes 0.5",
+             lead, above=200, tol=100,
+             paper="the FF learns the noise first (Theorem 1); steps unknown",
+             controls=("no_noise",))
+
+# %% mystnb={"figure": {"caption": "Training curves on clean test data (d = 64, T = 64, batch 32, alpha = 0.5, SGD lr 0.03 with momentum; 2 seeds, line: median, band: min-max). Left: p(tau) of the full model and with FF2 removed, and the recall accuracy with FF2 removed. Middle: layer-2 attention mass on earlier ybar and tau positions (noisy test data). Right: the FF2 margin of tau for the trigger embedding. The paper trains d = 256, T = 256, batch 512 for 5000 steps; its curve values are not known to us.", "name": "fig-ffattn-curves"}} tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
 s = main.history.steps
 h = main.history
@@ -129,20 +208,35 @@ plt.show()
 # ## 3. Truncating FF2 to a rank
 #
 # LASER-style truncation {cite}`sharma2024laser` keeps the top singular values of FF2's
-# second matrix $W_2$ ($4d\times d$, rank at most $d$). Rank 0 removes the layer; full rank is
-# the trained model. We report every rank as measured.
+# second matrix $W_2$ ($4d\times d$, rank at most $d$). Rank 0 removes the layer (the same
+# model as FF2 removed, shown as an identity); full rank is the trained model. We report
+# every rank as measured. The claim concerns the original code's fractions
+# $\rho\le0.2$ of the rank.
 
-# %%
+# %% tags=["hide-input"]
+TOL_RANK = 0.1  # probabilities under partial-rank truncation (they spread further)
 print("rank: p(tau) per seed | p(ybar) per seed | accuracy per seed")
 for i, r in enumerate(main.ranks):
-    print(f"{r:4d}: " + " | ".join(approx(main.sweep[k][i], TOL_RANK) for k in ("p_tau", "p_ybar", "acc")))
+    print(f"{r:4d}: " + " | ".join(approx(main.sweep[k][i], TOL_RANK)
+                                     for k in ("p_tau", "p_ybar", "acc")))
 sw = main.sweep
-assert np.all(sw["p_tau"][0] < 0.2 * sw["p_tau"][-1])     # rank 0: the layer removed
-# partial ranks do not clean the prediction in this toy: each keeps at least the full
-# model's p(tau) (up to 0.02)
-assert np.all(sw["p_tau"][1:-1] > sw["p_tau"][-1] - 0.02), sw["p_tau"]
+ledger.identity("rank0-is-removal",
+                "rank-0 truncation of W2 is FF2 removed (difference in p(tau))",
+                np.abs(sw["p_tau"][0] - f("p_tau_noff2")), below=1e-6, tol=1e-7)
+fractions = np.array(main.ranks) / D
+low = (fractions > 0) & (fractions <= 0.2)
+ledger.check("partial-rank-raises-tau",
+             "keeping 5-20% of FF2's rank raises p(tau) by more than 0.05 over the "
+             "full model's (no LASER cleaning in this toy)",
+             sw["p_tau"][low] - sw["p_tau"][-1], above=0.05, tol=0.05,
+             paper="LASER (pretrained LMs): truncation moves p to the answer; "
+                   "toy values unknown",
+             verdict="not reproduced", controls=("no_noise",))
+ledger.glue("rank_low", np.array(main.ranks)[low], digits=0)
+ledger.glue("rank_low_p_tau", sw["p_tau"][low], tol=TOL_RANK)
+_ = ledger.glue("rank_low_acc", sw["acc"][low], tol=TOL_RANK)
 
-# %% mystnb={"figure": {"caption": "Rank sweep of FF2's second matrix (d = 64: full rank 64; 2 seeds, line: median, band: min-max), clean test data. Only rank 0 (removing FF2) removes the noise; keeping a few top singular directions raises p(tau) above the full model's. The paper truncates at rank fractions 0, 0.1 and 0.2 of d = 256; its values are not known to us.", "name": "fig-ffattn-rank"}}
+# %% mystnb={"figure": {"caption": "Rank sweep of FF2's second matrix (d = 64: full rank 64; 2 seeds, line: median, band: min-max), clean test data. Only rank 0 (removing FF2) removes the noise; keeping a few top singular directions raises p(tau) above the full model's. The paper truncates at rank fractions 0, 0.1 and 0.2 of d = 256; its values are not known to us.", "name": "fig-ffattn-rank"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 x = np.array(main.ranks) + 0.5
 plot.seed_band(ax, x, sw["p_tau"], label="p(tau)", marker="o")
@@ -160,26 +254,49 @@ plt.show()
 # The same training without a first-layer FF (FF2 is then the only FF), and with FF2 a single
 # linear map $W_F$ (the associative memory of the theory). One seed each. Both learn the
 # recall more slowly than the model with two MLPs, so at 1000 steps we require less of them:
-# FF2-removed accuracy above 0.6 (the notebook prints what they reach; `scripts/check-seeds`
-# re-runs it with other seeds).
+# FF2-removed accuracy above 0.6, and an FF2-removed $p(\tau)$ below 0.35 of the full
+# model's (with a linear FF2, one fresh seed kept a quarter).
 
 # %%
 variants = {"no FF1": ("none", "mlp"), "linear FF2": ("mlp", "linear")}
-var = {name: fa.run(fa.Config(n_seeds=1, ff=ff, **base)) for name, ff in variants.items()}
+var = {name: fa.run(fa.Config(n_seeds=1, ff=ff, **base))
+       for name, ff in variants.items()}
+
+# %% tags=["hide-input"]
 for name, r in [("full, first seed", None)] + list(var.items()):
     g = (lambda k: main.final(k)[0]) if r is None else (lambda k, r=r: r.final(k)[0])
-    print(f"{name}: p(tau) {approx(g('p_tau'), TOL_P)}, without FF2 {approx(g('p_tau_noff2'), TOL_P)} "
+    print(f"{name}: p(tau) {approx(g('p_tau'), TOL_P)}, "
+          f"without FF2 {approx(g('p_tau_noff2'), TOL_P)} "
           f"(accuracy {approx(g('acc_noff2'), TOL_P)}); layer-2 attention on ybar "
           f"{approx(g('att_ybar'), TOL_ATT)}, on tau {approx(g('att_tau'), TOL_ATT)}; "
           f"FF2 margin {approx(g('ff2_margin'), TOL_MARGIN)}")
-for name, r in var.items():
-    assert abs(r.final("p_tau")[0] - ALPHA) < ALPHA / 2, name
-    # less than half of p(tau) is left without FF2 (with a linear FF2, one fresh seed kept a
-    # quarter, 0.08 of 0.32; an FF2 that stored no tau would keep about all of it)
-    assert r.final("p_tau_noff2")[0] < 0.5 * r.final("p_tau")[0] and r.final("acc_noff2")[0] > 0.6, name
-    assert r.final("att_ybar")[0] > 3 * r.final("att_tau")[0], name
+vf = {k: np.array([r.final(k)[0] for r in var.values()]) for k in fa.METRICS}
+ledger.check("variants-p-tau-near-alpha",
+             "no FF1 / linear FF2: the full model puts alpha on tau (within alpha / 2)",
+             vf["p_tau"], above=ALPHA / 2, below=1.5 * ALPHA, tol=0.1,
+             paper="unknown", controls=("no_noise",))
+ledger.check("variants-noff2-tau-fraction",
+             "no FF1 / linear FF2: without FF2, p(tau) keeps less than 0.35 of it",
+             vf["p_tau_noff2"] / vf["p_tau"], below=0.35, tol=0.1, paper="unknown",
+             controls=("ff2_frozen",))
+ledger.check("variants-recall",
+             "no FF1 / linear FF2: without FF2 the accuracy is above 0.6",
+             vf["acc_noff2"], above=0.6, tol=TOL_P, paper="unknown",
+             controls=("attention_frozen",))
+ledger.check("variants-attention-avoids-tau",
+             "no FF1 / linear FF2: layer-2 attention puts 3 times more mass on ybar "
+             "than on tau",
+             vf["att_ybar"] / vf["att_tau"], above=3, tol=1.5, paper="unknown",
+             controls=("attention_frozen",))
+ledger.check("variants-ff2-margin",
+             "no FF1 / linear FF2: FF2 alone maps the trigger to tau",
+             vf["ff2_margin"], above=0, tol=TOL_MARGIN, paper="unknown",
+             controls=("no_noise", "ff2_frozen"))
+for key in ("p_tau", "p_tau_noff2", "acc_noff2", "ff2_margin"):
+    ledger.glue(f"var_{key}", vf[key], tol=TOL_MARGIN if key == "ff2_margin" else TOL_P)
+_ = ledger.glue("first_acc_noff2", main.final("acc_noff2")[0], tol=TOL_P)
 
-# %% mystnb={"figure": {"caption": "The variants over training (d = 64, T = 64, batch 32, alpha = 0.5, one seed each): p(tau) of the full model (solid) and with FF2 removed (dashed), and the accuracy with FF2 removed (dotted). The paper's code has both switches (first_ffn, linear_final_ffn); its curves for them are not known to us.", "name": "fig-ffattn-variants"}}
+# %% mystnb={"figure": {"caption": "The variants over training (d = 64, T = 64, batch 32, alpha = 0.5, one seed each): p(tau) of the full model (solid) and with FF2 removed (dashed), and the accuracy with FF2 removed (dotted). The paper's code has both switches (first_ffn, linear_final_ffn); its curves for them are not known to us.", "name": "fig-ffattn-variants"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 runs = {"both MLPs": main, **var}
 for i, (name, r) in enumerate(runs.items()):
@@ -188,7 +305,8 @@ for i, (name, r) in enumerate(runs.items()):
     ax.plot(s, r.history["p_tau_noff2"][:, 0], color=f"C{i}", ls="--")
     ax.plot(s, r.history["acc_noff2"][:, 0], color=f"C{i}", ls=":")
 ax.set(xlabel="step", ylabel="clean test", ylim=(0, 1))
-ax.legend(fontsize="small", title="dashed: p(tau), FF2 removed; dotted: accuracy, FF2 removed",
+ax.legend(fontsize="small",
+          title="dashed: p(tau), FF2 removed; dotted: accuracy, FF2 removed",
           title_fontsize="x-small")
 plot.savefig(fig, "fig-ffattn-variants")
 plt.show()
@@ -197,7 +315,13 @@ plt.show()
 # ## Summary
 #
 # At this CPU scale the separation of the paper holds on every seed: the full model predicts
-# $\tau$ with probability within $\alpha/2$ of $\alpha$, removing FF2 cuts it by at least five times and lets the
-# attention's recall of $\bar y$ through, layer-2 attention attends to $\bar y$ and avoids
-# $\tau$, and FF2 alone maps the trigger to $\tau$. Keeping a few top singular directions of
-# FF2 does the opposite of cleaning: the noise association lives in those directions.
+# $\tau$ with probability within $\alpha/2$ of $\alpha$, removing FF2 takes most of it away
+# (less than 0.15 of it is left) and lets the attention's recall of $\bar y$ through,
+# layer-2 attention attends to $\bar y$ and avoids $\tau$, FF2 alone maps the trigger to
+# $\tau$, and it learns this before the recall. Each claim fails under its control: without
+# noise there is nothing for FF2 to store, a frozen FF2 stores nothing, and frozen attention
+# recalls nothing. Keeping a few top singular directions of FF2 does the opposite of
+# cleaning: the noise association lives in those directions.
+
+# %% tags=["hide-input"]
+ledger.summary()
