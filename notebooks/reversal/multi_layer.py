@@ -27,18 +27,40 @@
 # (line: median; band: min to max).
 
 # %% tags=["parameters"]
-SEED = 0            # base seed; seeds SEED, SEED+1, ... train side by side
-N_SEEDS = 4         # seeds of the main configuration
-VARIANT_SEEDS = 3   # seeds of each variant (fewer, to fit the time budget)
-VOCAB = 200         # entity ids; model vocabulary VOCAB + 2 (the paper: 800)
-STEPS = 300         # AdamW steps of batch 64 (lr 0.01, as in the paper's code)
-TWO_TOKEN_STEPS = 600  # two-token entities: twice the pairs, so twice the steps
-ICL_STEPS = 200     # in-context control
+SEED = 0  # base seed; seeds SEED, SEED+1, ... train side by side
+N_SEEDS = 4  # seeds of the main configuration
+VARIANT_SEEDS = 3  # seeds of each variant (fewer, to fit the time budget)
+VOCAB = 200  # entity ids; model vocabulary VOCAB + 2 (the paper: 800)
+# Step budgets follow the data: AdamW steps of batch 64 (lr 0.01, as in the paper's code)
+# for EPOCHS passes over the training sentences (300 steps at VOCAB = 200; two-token
+# entities have twice the pairs, so twice the steps).
+EPOCHS = 226
+# in-context control: VOCAB // 4 A's (the paper: 100 at vocabulary 400) times 10 B's
+ICL_EPOCHS = 36.6  # 200 steps at VOCAB = 200
+# a control run: one of the ledger's controls (see scripts/check-claims)
+CONTROL = "none"
 
 # %%
 from revlib import repro
 
 repro.setup(SEED)
+
+from revlib import claims
+
+ledger = claims.Ledger(
+    "reversal/multi_layer",
+    control=CONTROL,
+    controls={
+        "no_training": "every model keeps its initial weights",
+        "reverse_in_training": "the held-out direction of every pair is trained too "
+        "(the answer given)",
+    },
+    scale=f"2 layers, d = 64, vocabulary {VOCAB} + 2, {EPOCHS} epochs, {N_SEEDS} seeds "
+    f"({VARIANT_SEEDS} per variant)",
+    paper_scale="24 layers, d = 768, vocabulary 800 + 2, 3000 epochs, 10 seeds",
+    size_knobs={"VOCAB": VOCAB},
+    quick={"N_SEEDS": 2, "VARIANT_SEEDS": 1},
+)
 
 import math
 from dataclasses import replace
@@ -50,14 +72,23 @@ from revlib import plot
 from revlib.experiments import multi_layer as ml
 from revlib.report import approx
 
-# Tolerances of the printed numbers: the largest move across seeds and CPU kernel paths
-# (scripts/check-seeds). Held-out NLLs move by several nats between seeds.
-TOL_TRAIN, TOL_HELD, TOL_MRR, TOL_STAT = 0.01, 10.0, 0.1, 2.0
+# Tolerances of the printed numbers: how far they move on the simulated other machine
+# and between seeds (scripts/check-seeds); each stays below the margin of its claim.
+TOL_TRAIN, TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_STAT = 0.01, 0.6, 0.3, 2.0
 
 plot.set_theme()
-base = ml.Config(vocab=VOCAB, seed=SEED, n_seeds=N_SEEDS, steps=STEPS)
-print(f"vocabulary {base.model_vocab} (log |V| = {math.log(base.model_vocab):.3f}), "
-      f"{base.n_train} training sentences, seeds {base.seeds}")
+base = ml.Config(
+    vocab=VOCAB,
+    seed=SEED,
+    n_seeds=N_SEEDS,
+    reverse_in_training=CONTROL == "reverse_in_training",
+    no_training=CONTROL == "no_training",
+)
+base = replace(base, steps=ml.steps_for(base, EPOCHS))
+print(
+    f"vocabulary {base.model_vocab} (log |V| = {math.log(base.model_vocab):.3f}), "
+    f"{base.n_train} training sentences, {base.steps} steps, seeds {base.seeds}"
+)
 
 # %% [markdown]
 # ## 1. Training NLL falls to zero; the held-out answer ranks at chance
@@ -71,21 +102,58 @@ print(f"vocabulary {base.model_vocab} (log |V| = {math.log(base.model_vocab):.3f
 # sit above $\log|V|$ while the right answer still ranks first, so we also rank the held-out
 # answer among the entities of its own type (all A's for "$B\leftarrow$", all B's for
 # "$A\to$"): chance is a uniform guess among them, and a learnt fact would rank first.
+#
+# Each claim names the control that must break it. An untrained model also "fails to learn
+# the reverse", so every claim that the held-out direction is not learnt must fail when that
+# direction is put into training (`reverse_in_training`); the claims that need learning
+# must fail for models left at their initial weights (`no_training`).
 
 # %%
 main = ml.run(base)
+
+# %% tags=["hide-input"]
 log_v = main.log_vocab
 train_end, val_end = main.train_nll[-1], main.val_nll[-1]
 print(f"parameters per model: {main.n_params}")
-print(f"final training NLL: {approx(train_end, TOL_TRAIN)}")
-print(f"final held-out NLL: {approx(val_end, TOL_HELD)} (log |V| = {log_v:.2f})")
-print(f"MRR of the held-out answer among the entities of its type: "
-      f"{approx(main.heldout_mrr, TOL_MRR)} (chance {main.chance_mrr.mean():.3f})")
-assert np.all(train_end < 0.1), train_end
-# the held-out answer ranks at chance among the entities of its type (a learnt one ranks first)
-assert np.all(main.heldout_mrr < 3 * main.chance_mrr), main.heldout_mrr
+ledger.precondition(
+    "fit",
+    "the training sentences are fitted (final answer NLL, per seed)",
+    train_end,
+    below=0.1,
+    tol=TOL_TRAIN,
+)
+ledger.check(
+    "heldout-rank-chance",
+    "the held-out answer ranks at chance among the "
+    "entities of its type (MRR over chance, per seed)",
+    main.heldout_mrr / main.chance_mrr,
+    below=3.0,
+    tol=TOL_MRR_RATIO,
+    paper="no better than a random guess (Figure 1; no number)",
+    controls=("reverse_in_training",),
+    requires=("fit",),
+)
+ledger.check(
+    "heldout-nll-above-uniform",
+    "the held-out NLL ends above log|V|, no better "
+    "than a uniform guess (median seed, over log|V|)",
+    np.median(val_end) / log_v,
+    above=1.0,
+    tol=TOL_NLL_RATIO,
+    paper="at or above log|V| (Figure 1; no number)",
+    controls=("reverse_in_training",),
+    requires=("fit",),
+)
+print(f"chance MRR among the entities of a type: {main.chance_mrr.mean():.3f}")
+ledger.glue("train_nll_min", train_end.min(), tol=TOL_TRAIN)
+ledger.glue("train_nll_max", train_end.max(), tol=TOL_TRAIN)
+ledger.glue("val_nll_median", np.median(val_end), tol=TOL_NLL_RATIO * log_v)
+ledger.glue("mrr_min", main.heldout_mrr.min(), tol=TOL_MRR_RATIO * 0.09)
+ledger.glue("mrr_max", main.heldout_mrr.max(), tol=TOL_MRR_RATIO * 0.09)
+ledger.glue("chance", main.chance_mrr.mean(), digits=3)
+_ = ledger.glue("log_v", log_v, digits=2)
 
-# %% mystnb={"figure": {"caption": "Training and held-out NLL of the answer token against epochs (2 layers, 4 heads, d = 64, vocabulary 200 + 2, 50 pairs, 300 AdamW steps, 4 seeds: median and min-max band). Dotted: $\\log|V|$, a uniform guess. The paper's Figure 1 uses 24 layers, d = 768, vocabulary 800 + 2, 3000 epochs and 10 seeds.", "name": "fig-multilayer-nll"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Training and held-out NLL of the answer token against epochs (2 layers, 4 heads, d = 64, vocabulary 200 + 2, 50 pairs, 300 AdamW steps, 4 seeds: median and min-max band). Dotted: $\\log|V|$, a uniform guess. The paper's Figure 1 uses 24 layers, d = 768, vocabulary 800 + 2, 3000 epochs and 10 seeds.", "name": "fig-multilayer-nll"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 plot.seed_band(ax, main.epochs, main.train_nll, label="training sentences")
 plot.seed_band(ax, main.epochs, main.val_nll, label="held-out direction")
@@ -112,46 +180,136 @@ plt.show()
 
 # %%
 untied = ml.run(replace(base, tied=False))
+
+# %% tags=["hide-input"]
 PANELS = ["train_forward", "train_backward", "val_seen", "val_unseen"]
 stats = {}
-for label, res, readout in [("tied, after relation", main, "relation"),
-                            ("tied, entity only (paper)", main, "entity"),
-                            ("untied, after relation", untied, "relation")]:
+for label, res, readout in [
+    ("tied, after relation", main, "relation"),
+    ("tied, entity only (paper)", main, "entity"),
+    ("untied, after relation", untied, "relation"),
+]:
     print(label)
     for p in PANELS:
         contrast, hit = ml.diagonal_stats(res.heatmaps[readout][p])
         stats[label, p] = contrast, hit
-        print(f"  {p}: diagonal - off-diagonal {approx(np.median(contrast), TOL_STAT)}, "
-              f"diagonal is row max {approx(np.median(hit), 0.2)} (median over seeds)")
+        print(
+            f"  {p}: diagonal - off-diagonal {approx(np.median(contrast), TOL_STAT)}, "
+            f"diagonal is row max {approx(np.median(hit), 0.1)} (median over seeds)"
+        )
+        tag = f"{label.split(',')[0]}_{readout}_{p}"
+        ledger.glue(f"contrast_{tag}", np.median(contrast), tol=TOL_STAT)
+        ledger.glue(f"hit_{tag}", np.median(hit), tol=0.1)
 n_val = main.heatmaps["relation"]["val_unseen"].shape[1]
-print(f"untied: final training NLL max {approx(untied.train_nll[-1].max(), TOL_TRAIN)}, "
-      f"held-out NLL min {approx(untied.val_nll[-1].min(), TOL_HELD)}, held-out MRR among its type "
-      f"{approx(untied.heldout_mrr, TOL_MRR)}; panel size {n_val}: a row maximum on the diagonal by chance in {1 / n_val:.2f} of rows")
-for label in ["tied, after relation", "untied, after relation"]:
-    for p in PANELS[:3]:
-        assert np.all(stats[label, p][1] >= 0.9), (label, p)
-    # the unseen diagonal is weaker than the seen one for every seed
-    assert np.all(stats[label, "val_unseen"][0] < 0.6 * stats[label, "val_seen"][0]), label
-assert np.all(np.abs(stats["untied, after relation", "val_unseen"][0]) < 1.0)
-assert np.all(stats["untied, after relation", "val_unseen"][1] < 0.3)
-assert np.all(untied.train_nll[-1] < 0.1) and np.all(untied.heldout_mrr < 3 * untied.chance_mrr)
+print(
+    f"panel size {n_val}: a row maximum on the diagonal by chance in {1 / n_val:.2f} "
+    "of rows"
+)
+ledger.glue("hit_chance", 1 / n_val, digits=2)
+seen_hits = np.concatenate(
+    [
+        stats[lab, p][1]
+        for lab in ("tied, after relation", "untied, after relation")
+        for p in PANELS[:3]
+    ]
+)
+ledger.check(
+    "seen-diagonals",
+    "in the trained and seen panels the diagonal is the row "
+    "maximum (smallest fraction of rows over panels, tied and untied, and seeds)",
+    seen_hits.min(),
+    above=0.9,
+    tol=0.05,
+    paper="bright diagonals (Figure 2; no number)",
+    controls=("no_training",),
+)
+ratio = {
+    lab: stats[lab, "val_unseen"][0] / stats[lab, "val_seen"][0]
+    for lab in ("tied, after relation", "untied, after relation")
+}
+ledger.precondition(
+    "untied-fit",
+    "the untied model fits its training sentences (final answer NLL, per seed)",
+    untied.train_nll[-1],
+    below=0.1,
+    tol=TOL_TRAIN,
+)
+ledger.check(
+    "unseen-weaker",
+    "the unseen diagonal contrast is below 0.6 of the seen one "
+    "(tied and untied, per seed)",
+    np.concatenate(list(ratio.values())),
+    below=0.6,
+    tol=0.15,
+    paper="no diagonal in the unseen panel (Figure 2)",
+    controls=("reverse_in_training",),
+    requires=("fit", "untied-fit"),
+)
+ledger.check(
+    "untied-unseen-chance",
+    "with an untied output layer the unseen diagonal is "
+    "the row maximum in fewer than 0.3 of the rows (chance: one over the panel "
+    "size; per seed)",
+    stats["untied, after relation", "val_unseen"][1],
+    below=0.3,
+    tol=0.1,
+    paper="no diagonal in the unseen panel (Figure 2)",
+    controls=("reverse_in_training",),
+    requires=("untied-fit",),
+)
 # Spread of the logits within a row: the untied unseen rows are flat, because their answers
 # never occur as answers in training and their output rows share the same updates.
-spread = {(name, p): res.heatmaps["relation"][p].std(axis=2).mean(axis=1)
-          for name, res in [("tied", main), ("untied", untied)] for p in ["val_seen", "val_unseen"]}
+spread = {
+    (name, p): res.heatmaps["relation"][p].std(axis=2).mean(axis=1)
+    for name, res in [("tied", main), ("untied", untied)]
+    for p in ["val_seen", "val_unseen"]
+}
 for (name, p), v in spread.items():
     print(f"{name} {p}: mean within-row std of the logits {approx(np.median(v), 1.0)}")
-assert np.all(spread["untied", "val_unseen"] < 0.1 * spread["untied", "val_seen"])
+    ledger.glue(f"spread_{name}_{p}", np.median(v), tol=1.0)
+ledger.check(
+    "untied-unseen-flat",
+    "with an untied output layer the unseen rows are flat: "
+    "within-row spread of the logits below 0.1 of the seen rows' (per seed)",
+    spread["untied", "val_unseen"] / spread["untied", "val_seen"],
+    below=0.1,
+    tol=0.03,
+    paper="not run (ours)",
+    controls=("reverse_in_training",),
+    requires=("untied-fit",),
+)
+ledger.check(
+    "untied-heldout-rank-chance",
+    "with an untied output layer the held-out answer "
+    "ranks at chance among its type (MRR over chance, per seed)",
+    untied.heldout_mrr / untied.chance_mrr,
+    below=3.0,
+    tol=TOL_MRR_RATIO,
+    paper="not run (ours)",
+    controls=("reverse_in_training",),
+    requires=("untied-fit",),
+)
+ledger.glue("untied_mrr_min", untied.heldout_mrr.min(), tol=TOL_MRR_RATIO * 0.09)
+_ = ledger.glue("untied_mrr_max", untied.heldout_mrr.max(), tol=TOL_MRR_RATIO * 0.09)
 
-# %% mystnb={"figure": {"caption": "Logits of answer $j$ after the input of sentence $i$ (seed SEED, read after the relation token), for the model with tied embeddings (top, as GPT-2) and with an untied output layer (bottom). Training pairs forward and backward, then the one-direction pairs in their seen and unseen (held-out) direction. Scale as in the NLL figure; the paper's Figure 2 uses the default 24-layer model and reads the logits with the relation token removed.", "name": "fig-multilayer-heatmaps"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Logits of answer $j$ after the input of sentence $i$ (seed SEED, read after the relation token), for the model with tied embeddings (top, as GPT-2) and with an untied output layer (bottom). Training pairs forward and backward, then the one-direction pairs in their seen and unseen (held-out) direction. Scale as in the NLL figure; the paper's Figure 2 uses the default 24-layer model and reads the logits with the relation token removed.", "name": "fig-multilayer-heatmaps"}}
 titles = ["train forward", "train backward", "validation, seen", "validation, unseen"]
 fig, axes = plt.subplots(2, 4, figsize=(13, 6.4))
 for row, (name, res) in enumerate([("tied", main), ("untied", untied)]):
     maps = [res.heatmaps["relation"][p][0] for p in PANELS]
     vmax = max(float(np.abs(m).max()) for m in maps)
     for ax, m, title in zip(axes[row], maps, titles):
-        plot.heatmap(ax, m, f"{name}: {title}", "answer $j$", "input $i$",
-                     vmin=-vmax, vmax=vmax, cmap="vlag", cbar=ax is axes[row, -1])
+        plot.heatmap(
+            ax,
+            m,
+            f"{name}: {title}",
+            "answer $j$",
+            "input $i$",
+            vmin=-vmax,
+            vmax=vmax,
+            cmap="vlag",
+            cbar=ax is axes[row, -1],
+        )
 plot.savefig(fig, "fig-multilayer-heatmaps")
 plt.show()
 
@@ -159,37 +317,72 @@ plt.show()
 # ## 3. The rebuttal variants
 #
 # Each variant changes one thing in the main configuration and gets the same signature check:
-# training sentences fitted (median seed below 0.1, every seed below 1) and the held-out answer
-# ranked at chance among its type (MRR below three times chance) for every seed. Entities of two
-# tokens double the pairs (100, the paper's `min(alphabet^2, 2 alphabet)`), so that run gets
-# twice the steps; NLL is per answer token, so $\log|V|$ stays the uniform level.
+# training sentences fitted (median seed below 0.1) and the held-out answer ranked at chance
+# among its type (MRR below three times chance) for every seed. Entities of two tokens double
+# the pairs (100, the paper's `min(alphabet^2, 2 alphabet)`), so that run gets twice the
+# steps (the budget is in epochs); NLL is per answer token, so $\log|V|$ stays the uniform
+# level.
 
 # %%
 variant_base = replace(base, n_seeds=VARIANT_SEEDS)
 variants = {"main (2 layers, d = 64)": main}
 for name, change in ml.VARIANTS.items():
     if change:
-        steps = TWO_TOKEN_STEPS if change.get("word_size", 1) > 1 else STEPS
-        variants[name] = ml.run(replace(variant_base, steps=steps, **change))
+        cfg = replace(variant_base, **change)
+        variants[name] = ml.run(replace(cfg, steps=ml.steps_for(cfg, EPOCHS)))
 variants["untied output"] = untied
-held = {}
-for name, res in variants.items():
-    tr, va = res.train_nll[-1], res.val_nll[-1]
-    held[name] = bool(np.median(tr) < 0.1 and np.all(res.heldout_mrr < 3 * res.chance_mrr))
-    # the worst seed's training NLL gets the tolerance of the assert below (< 1): on the
-    # simulated other machine one seed of a variant ended at 0.24 where the stored run has 0.00
-    print(f"{name}: {res.n_params} parameters; training NLL median {approx(np.median(tr), 0.1)}, "
-          f"max {approx(tr.max(), 1.0)}; held-out "
-          f"NLL min {approx(va.min(), TOL_HELD)}, median {approx(np.median(va), TOL_HELD)}; held-out "
-          f"MRR max {approx(res.heldout_mrr.max(), TOL_MRR)} (chance {res.chance_mrr.mean():.3f}); "
-          f"{'held' if held[name] else 'NOT held'}")
-for name, res in variants.items():
-    # fitted: the median seed below 0.1, every seed well below the uniform log|V| (a deeper
-    # model can need more than 300 steps on some seeds)
-    assert np.median(res.train_nll[-1]) < 0.1 and np.all(res.train_nll[-1] < 1.0), name
-    assert np.all(res.heldout_mrr < 3 * res.chance_mrr), (name, res.heldout_mrr)
 
-# %% mystnb={"figure": {"caption": "The signature under each variant: training (blue) and held-out (orange) NLL against epochs, median and min-max band over seeds (3 seeds per variant, 4 for the main run and the untied one), with $\\log|V|$ dotted. Main run: 2 layers, 4 heads, d = 64, vocabulary 200 + 2. The paper's rebuttal runs use 1 layer with d = 20 or 768 and 24 layers with d = 20, vocabulary 800 + 2.", "name": "fig-multilayer-variants"}}
+# %% tags=["hide-input"]
+fit_med = np.array([np.median(r.train_nll[-1]) for r in variants.values()])
+worst = np.array([np.max(r.heldout_mrr / r.chance_mrr) for r in variants.values()])
+VARIANT_KEYS = [
+    "main",
+    "one_layer",
+    "small_width",
+    "four_layers",
+    "two_token",
+    "pos_none",
+    "pos_rotary",
+    "untied",
+]
+for (name, res), key in zip(variants.items(), VARIANT_KEYS):
+    tr, va = res.train_nll[-1], res.val_nll[-1]
+    print(
+        f"{name}: {res.n_params} parameters, {res.config.steps} steps; training NLL "
+        f"median {approx(np.median(tr), TOL_TRAIN)}; held-out NLL median over log|V| "
+        f"{approx(np.median(va) / res.log_vocab, TOL_NLL_RATIO)}; held-out MRR max "
+        f"{approx(res.heldout_mrr.max(), TOL_MRR_RATIO * 0.09)} "
+        f"(chance {res.chance_mrr.mean():.3f})"
+    )
+    ledger.glue(
+        f"variant_{key}_mrr_max", res.heldout_mrr.max(), tol=TOL_MRR_RATIO * 0.09
+    )
+    ledger.glue(f"variant_{key}_chance", res.chance_mrr.mean(), digits=3)
+    ledger.glue(
+        f"variant_{key}_nll_ratio", np.median(va) / res.log_vocab, tol=TOL_NLL_RATIO
+    )
+ledger.precondition(
+    "variants-fit",
+    "every variant fits its training sentences (median "
+    "seed's final answer NLL, per variant)",
+    fit_med,
+    below=0.1,
+    tol=TOL_TRAIN,
+)
+ledger.check(
+    "variants-rank-chance",
+    "under every variant the held-out answer ranks at "
+    "chance among its type (largest MRR over chance among seeds, per variant)",
+    worst,
+    below=3.0,
+    tol=TOL_MRR_RATIO,
+    paper="the curse persists in every variant (rebuttal; no number)",
+    controls=("reverse_in_training",),
+    requires=("variants-fit",),
+)
+_ = ledger.glue("variants_train_median_max", fit_med.max(), tol=TOL_TRAIN)
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The signature under each variant: training (blue) and held-out (orange) NLL against epochs, median and min-max band over seeds (3 seeds per variant, 4 for the main run and the untied one), with $\\log|V|$ dotted. Main run: 2 layers, 4 heads, d = 64, vocabulary 200 + 2. The paper's rebuttal runs use 1 layer with d = 20 or 768 and 24 layers with d = 20, vocabulary 800 + 2.", "name": "fig-multilayer-variants"}}
 fig, axes = plt.subplots(2, 4, figsize=(13, 5.6), sharey=True)
 for ax, (name, res) in zip(axes.flat, variants.items()):
     plot.seed_band(ax, res.epochs, res.train_nll, color="C0")
@@ -209,31 +402,74 @@ plt.show()
 # heatmaps of trained embeddings. We take the learned embeddings of the 100 entity tokens the
 # data uses (A's, then B's) and compare the off-diagonal $|\cos|$ with that of i.i.d. Gaussian
 # vectors of the same number and dimension, whose mean $|\cos|$ is close to $\sqrt{2/(\pi d)}$.
+# The initial embeddings are such Gaussian vectors, so an untrained model sits at the
+# Gaussian level.
 
-# %%
+# %% tags=["hide-input"]
 small = variants["small width (d = 20, 4 heads of 5)"]
-cos_rows = {}
-for name, res, d in [("learned, d = 64", main, base.d_model), ("learned, d = 20", small, 20)]:
+cos_rows, cos_ratio = {}, {}
+for name, res, d in [
+    ("learned, d = 64", main, base.d_model),
+    ("learned, d = 20", small, 20),
+]:
     k = res.embedding_cos.shape[-1]
     gauss = ml.gaussian_cosine(res.config.n_seeds, k, d, SEED)
     cos_rows[name] = res.embedding_cos, gauss
     m, mx = ml.off_diagonal_abs(res.embedding_cos)
     gm, gmx = ml.off_diagonal_abs(gauss)
-    print(f"{name}: mean |cos| {approx(m.mean(), 0.05)}, max |cos| {approx(mx.mean(), 0.1)}; "
-          f"Gaussian: mean {gm.mean():.3f} (sqrt(2/(pi d)) = {math.sqrt(2 / (math.pi * d)):.3f}), "
-          f"max {gmx.mean():.2f}")
-m64, _ = ml.off_diagonal_abs(main.embedding_cos)
+    cos_ratio[d] = m / gm
+    print(
+        f"{name}: mean |cos| {approx(m.mean(), 0.03)}, "
+        f"max |cos| {approx(mx.mean(), 0.1)}; "
+        f"Gaussian: mean {gm.mean():.3f} (sqrt(2/(pi d)) = "
+        f"{math.sqrt(2 / (math.pi * d)):.3f}), max {gmx.mean():.2f}"
+    )
+    for key, v, tol in [("mean", m.mean(), 0.03), ("max", mx.mean(), 0.1)]:
+        ledger.glue(f"cos_{key}_d{d}", v, tol=tol)
+    ledger.glue(f"gauss_mean_d{d}", gm.mean(), digits=3)
+    ledger.glue(f"gauss_max_d{d}", gmx.mean(), digits=2)
 g64, _ = ml.off_diagonal_abs(cos_rows["learned, d = 64"][1])
-assert np.all(np.abs(g64 - math.sqrt(2 / (math.pi * 64))) < 0.01)
-assert np.all(m64 > g64)  # at our scale, training makes the embeddings less orthogonal
+ledger.identity(
+    "gaussian-baseline",
+    "the Gaussian baseline's mean |cos| is sqrt(2/(pi d)) (d = 64; distance, per seed)",
+    np.abs(g64 - math.sqrt(2 / (math.pi * 64))),
+    below=0.01,
+    tol=0.001,
+)
+_ = ledger.check(
+    "embeddings-less-orthogonal",
+    "at d = 64 the learned entity embeddings are "
+    "less orthogonal than Gaussian ones: mean off-diagonal |cos| over the "
+    "Gaussian's above 1.5 (per seed)",
+    cos_ratio[64],
+    above=1.5,
+    tol=0.3,
+    paper="nearly orthogonal at d = 768 (rebuttal heatmaps; no number)",
+    verdict="not reproduced",
+    controls=("no_training",),
+)
 
-# %% mystnb={"figure": {"caption": "Cosine similarity between the embeddings of the 100 entity tokens (A's, then B's; seed SEED). Left: learned, d = 64 (main run). Middle: learned, d = 20. Right: i.i.d. Gaussian vectors, d = 64. The paper's heatmaps use 1 layer with d = 768 and d = 20 and 24 layers with d = 20, vocabulary 800 + 2.", "name": "fig-multilayer-embeddings"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Cosine similarity between the embeddings of the 100 entity tokens (A's, then B's; seed SEED). Left: learned, d = 64 (main run). Middle: learned, d = 20. Right: i.i.d. Gaussian vectors, d = 64. The paper's heatmaps use 1 layer with d = 768 and d = 20 and 24 layers with d = 20, vocabulary 800 + 2.", "name": "fig-multilayer-embeddings"}}
 fig, axes = plt.subplots(1, 3, figsize=(12, 4))
-for ax, (title, mat) in zip(axes, [("learned, d = 64", main.embedding_cos[0]),
-                                   ("learned, d = 20", small.embedding_cos[0]),
-                                   ("Gaussian, d = 64", cos_rows["learned, d = 64"][1][0])]):
-    plot.heatmap(ax, mat, title, "token", "token", vmin=-1, vmax=1, cmap="vlag",
-                 cbar=ax is axes[-1])
+for ax, (title, mat) in zip(
+    axes,
+    [
+        ("learned, d = 64", main.embedding_cos[0]),
+        ("learned, d = 20", small.embedding_cos[0]),
+        ("Gaussian, d = 64", cos_rows["learned, d = 64"][1][0]),
+    ],
+):
+    plot.heatmap(
+        ax,
+        mat,
+        title,
+        "token",
+        "token",
+        vmin=-1,
+        vmax=1,
+        cmap="vlag",
+        cbar=ax is axes[-1],
+    )
 plot.savefig(fig, "fig-multilayer-embeddings")
 plt.show()
 
@@ -241,18 +477,35 @@ plt.show()
 # ## 5. Control: the reverse fact in the context
 #
 # Sentences $[A, \to, B, \leftrightarrow, B, \leftarrow, A]$ with the loss on the last token
-# (the paper's Appendix E.2.3). 50 A's and 10 B's; for each A, 7 of its 10 B's are in training
-# and 3 are held out, so 350 training and 150 held-out sentences; vocabulary 200 + 3. A held-out
-# pair never occurs in training, but its answer is the first token of the context.
+# (the paper's Appendix E.2.3). `VOCAB // 4` A's (50 here; the paper: 100 at vocabulary 400)
+# and 10 B's; for each A, 7 of its 10 B's are in training and 3 are held out, so 350 training
+# and 150 held-out sentences here; vocabulary 200 + 3. A held-out pair never occurs in
+# training, but its answer is the first token of the context. The budget is in epochs, so it
+# grows with the number of A's.
 
 # %%
-icl = ml.run(replace(base, task="in_context", steps=ICL_STEPS))
-print(f"log |V| = {icl.log_vocab:.2f}")
-print(f"final training NLL: {approx(icl.train_nll[-1], TOL_TRAIN)}")
-print(f"final held-out NLL: {approx(icl.val_nll[-1], TOL_TRAIN)}")
-assert np.all(icl.val_nll[-1] < 0.1) and np.all(icl.train_nll[-1] < 0.1)
+icl_cfg = replace(base, task="in_context", n_x=VOCAB // 4, reverse_in_training=False)
+icl = ml.run(replace(icl_cfg, steps=ml.steps_for(icl_cfg, ICL_EPOCHS)))
 
-# %% mystnb={"figure": {"caption": "In-context control: training and held-out NLL of the final token of $[A, \\to, B, \\leftrightarrow, B, \\leftarrow, A]$ (2 layers, 4 heads, d = 64, 50 A's and 10 B's, vocabulary 200 + 3, 200 AdamW steps, 4 seeds). The paper's run uses 100 A's, 10 B's, vocabulary 400 + 3 and the 24-layer model.", "name": "fig-multilayer-in-context"}}
+# %% tags=["hide-input"]
+print(
+    f"log |V| = {icl.log_vocab:.2f}; {icl.config.n_train} training sentences, "
+    f"{icl.config.steps} steps"
+)
+ledger.check(
+    "in-context-learnt",
+    "with the reverse fact in the context the held-out "
+    "answer is learnt: held-out NLL below 0.1 (per seed)",
+    icl.val_nll[-1],
+    below=0.1,
+    tol=TOL_TRAIN,
+    paper="validation NLL falls to 0 (Appendix E.2.3; no number)",
+    controls=("no_training",),
+)
+ledger.glue("icl_val_min", icl.val_nll[-1].min(), tol=TOL_TRAIN)
+_ = ledger.glue("icl_val_max", icl.val_nll[-1].max(), tol=TOL_TRAIN)
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "In-context control: training and held-out NLL of the final token of $[A, \\to, B, \\leftrightarrow, B, \\leftarrow, A]$ (2 layers, 4 heads, d = 64, 50 A's and 10 B's, vocabulary 200 + 3, 200 AdamW steps, 4 seeds). The paper's run uses 100 A's, 10 B's, vocabulary 400 + 3 and the 24-layer model.", "name": "fig-multilayer-in-context"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 plot.seed_band(ax, icl.epochs, icl.train_nll, label="training sentences")
 plot.seed_band(ax, icl.epochs, icl.val_nll, label="held-out pairs (answer in context)")
@@ -261,3 +514,6 @@ ax.set(xlabel="epoch", ylabel="NLL of the last token (nats)")
 ax.legend()
 plot.savefig(fig, "fig-multilayer-in-context")
 plt.show()
+
+# %%
+ledger.summary()
