@@ -36,6 +36,7 @@ CHAIN_LEN = 3     # sums from a known value to the deepest variable (paper: 3 le
 STEPS = 800       # AdamW steps (paper: up to 3,000,000)
 LIVE_STEPS = 800  # steps of the live re-run of a stored 4,000-step run
 STORED_DIR = "../../data/sweeps/arithmetic"
+CONTROL = "none"  # a control run, one of the ledger's controls (scripts/check-claims)
 
 # %%
 from revlib import repro
@@ -45,23 +46,47 @@ repro.setup(SEED)
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import plot, sweeps
+from revlib import claims, plot, sweeps
 from revlib.data.arithmetic import arithmetic_task
 from revlib.experiments import arithmetic
 from revlib.report import approx, exact
 
+ledger = claims.Ledger(
+    "binding/arithmetic", control=CONTROL,
+    controls={
+        "probes_in_training": "the live models also train the probed facts (the values "
+                              "of the chain variables)",
+        "swap_stored": "the stored runs are read swapped: JEPA + memory as the "
+                       "standard model and 16 core entities per value as 4",
+        "no_training": "the live runs are not trained (AdamW at lr 1e-12)"},
+    scale=f"P = {MODULUS}, {PER_VALUE} core entities per value, {N_CHAINS} chains "
+          f"of {CHAIN_LEN} sums, {STEPS} steps; stored: 4-16 per value, 4,000 steps; "
+          "d = 64",
+    paper_scale="P = 10,007, 10 per value, trees with branching 10-40, up to 3M steps",
+    size_knobs={"PER_VALUE": PER_VALUE, "N_CHAINS": N_CHAINS, "STEPS": STEPS})
+LIVE = dict(probes_in_training=CONTROL == "probes_in_training")
+if CONTROL == "no_training":
+    LIVE["lr"] = 1e-12
+
 plot.set_theme()
 chance = 1 / MODULUS
-common = dict(modulus=MODULUS, per_value=PER_VALUE, n_chains=N_CHAINS, chain_len=CHAIN_LEN,
-              steps=STEPS, seed=SEED, n_seeds=2)
-runs = {"standard": arithmetic.run(arithmetic.Config(model="standard", lr=3e-3, **common)),
-        "JEPA": arithmetic.run(arithmetic.Config(model="jepa", lr=1e-3, **common)),
-        "JEPA + memory": arithmetic.run(arithmetic.Config(model="jepa_memory", lr=1e-3, **common))}
+common = dict(modulus=MODULUS, per_value=PER_VALUE, n_chains=N_CHAINS,
+              chain_len=CHAIN_LEN, steps=STEPS, seed=SEED, n_seeds=2)
+runs = {"standard": arithmetic.run(arithmetic.Config(model="standard", **{
+            "lr": 3e-3, **common, **LIVE})),
+        "JEPA": arithmetic.run(arithmetic.Config(model="jepa", **{
+            "lr": 1e-3, **common, **LIVE})),
+        "JEPA + memory": arithmetic.run(arithmetic.Config(model="jepa_memory", **{
+            "lr": 1e-3, **common, **LIVE}))}
 task = runs["standard"].task
-print(f"trained facts per seed: {task.train.shape[1]}, probed variables: {task.probes.shape[1]}, "
-      f"needing a reverse step: {task.reverse.float().mean(-1).numpy().round(3)}")
+
+# %% tags=["hide-input"]
+print(f"trained facts per seed: {task.train.shape[1]}, probed variables: "
+      f"{task.probes.shape[1]}, needing a reverse step: "
+      f"{task.reverse.float().mean(-1).numpy().round(3)}")
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
-TOL_TRAIN, TOL_PROBE, TOL_DEPTH = 0.5, 0.2, 0.5
+# JEPA's fit moves most: 0.67 or 0.98 at seed 0 on two machines (AVX2, AVX-512 kernels)
+TOL_TRAIN, TOL_TRAIN_JEPA, TOL_PROBE, TOL_DEPTH = 0.05, 0.35, 0.1, 0.5
 print(f"chance: {chance:.3f}")
 
 # %% [markdown]
@@ -69,35 +94,59 @@ print(f"chance: {chance:.3f}")
 #
 # Teacher-forced accuracy on the trained facts (attribute facts, core sums, chain facts),
 # answer ranked among all value and entity tokens. The standard model and JEPA + memory fit
-# them on every seed; JEPA fits them on most seeds within 800 steps but not on all, so for
-# JEPA we assert only that it has learnt most of them.
+# them on every seed; JEPA fits them more slowly, and how far it gets within 800 steps
+# depends on the CPU's kernels (at seed 0 two thirds on one machine, nearly all on
+# another), so for JEPA the precondition is "a good part of them" (above 0.3).
 
-# %%
+# %% tags=["hide-input"]
 for name, r in runs.items():
-    print(f"{name} train accuracy {approx(r.final('train_acc'), TOL_TRAIN)}")
-assert np.all(runs["standard"].final("train_acc") > 0.9)
-assert np.all(runs["JEPA"].final("train_acc") > 0.5)
-assert np.all(runs["JEPA + memory"].final("train_acc") > 0.9)   # a free vector per token
+    tol = TOL_TRAIN_JEPA if name == "JEPA" else TOL_TRAIN
+    print(f"{name} train accuracy {approx(r.final('train_acc'), tol)}")
+ledger.precondition("fit-standard", "the standard model fits its trained facts",
+                    runs["standard"].final("train_acc"), above=0.9, tol=TOL_TRAIN)
+ledger.precondition("fit-jepa", "JEPA has learnt a good part of its trained facts",
+                    runs["JEPA"].final("train_acc"), above=0.3, tol=TOL_TRAIN_JEPA)
+ledger.precondition("fit-memory", "JEPA + memory fits its trained facts",
+                    runs["JEPA + memory"].final("train_acc"), above=0.9, tol=TOL_TRAIN)
+for key, name in (("standard", "standard"), ("jepa", "JEPA"),
+                  ("memory", "JEPA + memory")):
+    tol = TOL_TRAIN_JEPA if key == "jepa" else TOL_TRAIN
+    ledger.glue(f"train_{key}", runs[name].final("train_acc"), tol=tol)
 
 # %% [markdown]
 # ## 2. Values of never-trained variables
 #
 # Accuracy on the value of each chain variable (ranked among the $P$ values; chance $1/P$),
 # for variables reached by forward steps only and for variables that need a reverse step.
+# The claim is that no model solves them: accuracy on all chain variables below 0.35 for
+# each model. A model that learnt nothing passes that, so its control trains the probed
+# facts (`probes_in_training`), and the same test must fail.
 
-# %%
+# %% tags=["hide-input"]
 for name, r in runs.items():
     print(f"{name} all {approx(r.final('probe_acc'), TOL_PROBE)}, forward only "
           f"{approx(r.final('forward_acc'), TOL_PROBE)}, needs reverse "
           f"{approx(r.final('reverse_acc'), TOL_PROBE)}")
     for rev in (False, True):
-        print(f"  {'needs reverse' if rev else 'forward only'} by chain size 1..{CHAIN_LEN}: "
-              f"{approx(r.by_depth(rev), TOL_DEPTH, digits=2)}")
-# the standard model is far from solving the variables that need a reverse step (it is not at
-# chance either: 0.1-0.2 on the seeds we tried, so the threshold is loose)
-assert np.all(runs["standard"].final("reverse_acc") < 0.4)
+        print(f"  {'needs reverse' if rev else 'forward only'} by chain size "
+              f"1..{CHAIN_LEN}: {approx(r.by_depth(rev), TOL_DEPTH, digits=2)}")
+for key, name, fit in (("standard", "standard", "fit-standard"),
+                       ("jepa", "JEPA", "fit-jepa"),
+                       ("memory", "JEPA + memory", "fit-memory")):
+    r = runs[name]
+    ledger.check(f"not-solved-{key}", f"{name}: the never-trained variables are not "
+                 "solved (accuracy on all chain variables below 0.35)",
+                 r.final("probe_acc"), below=0.35, tol=TOL_PROBE,
+                 paper="maintains high performance (JEPA with memory; no number)",
+                 verdict="not reproduced" if key == "memory" else "reproduced",
+                 controls=("probes_in_training",), requires=(fit,))
+    ledger.glue(f"forward_{key}", r.final("forward_acc"), tol=TOL_PROBE)
+    ledger.glue(f"reverse_{key}", r.final("reverse_acc"), tol=TOL_PROBE)
+ledger.glue("chance", chance, digits=3)
+_ = ledger.glue("std_reverse_k1_seed0", runs["standard"].by_depth(True)[0, 0],
+                tol=TOL_DEPTH)
 
-# %% mystnb={"figure": {"caption": "Accuracy on the values of never-trained chain variables against chain size, for the standard transformer (2 layers), JEPA (#Rec 1 / #Sem 1) and JEPA with the top-1 memory layer, d = 64, 800 AdamW steps, 2 seeds (mean; markers per seed). Solid: variables reached by forward steps only; dashed: variables needing a reverse step. Dotted: chance 1/P. Our scale: P = 23, 4 core entities per value, 60 chains of 3 sums; the paper uses P = 10,007, 10 entities per value and trees with branching 10-40.", "name": "fig-arithmetic-depth"}}
+# %% mystnb={"figure": {"caption": "Accuracy on the values of never-trained chain variables against chain size, for the standard transformer (2 layers), JEPA (#Rec 1 / #Sem 1) and JEPA with the top-1 memory layer, d = 64, 800 AdamW steps, 2 seeds (mean; markers per seed). Solid: variables reached by forward steps only; dashed: variables needing a reverse step. Dotted: chance 1/P. Our scale: P = 23, 4 core entities per value, 60 chains of 3 sums; the paper uses P = 10,007, 10 entities per value and trees with branching 10-40.", "name": "fig-arithmetic-depth"}, "tags": ["hide-input"]}
 fig, axes = plt.subplots(1, len(runs), figsize=(11, 3.6), sharey=True)
 k = np.arange(1, CHAIN_LEN + 1)
 for ax, (name, r) in zip(axes, runs.items()):
@@ -122,62 +171,105 @@ plt.show()
 # trained. The stored runs (`data/sweeps/arithmetic`, made by `python -m revlib sweep
 # arithmetic`, the command is in the chapter) train the three models with 4, 8 and 16 core
 # entities per value (the number of core sums grows with its square) for 4,000 steps, 2 seeds
-# each; the chains are the notebook's. JEPA and JEPA + memory use the recipe under which JEPA fits in
-# {doc}`jepa`: LayerNorm on prediction and candidates, learning rate $3\cdot10^{-4}$.
+# each; the chains are the notebook's. JEPA and JEPA + memory use the recipe under which JEPA
+# fits in {doc}`jepa`: LayerNorm on prediction and candidates, learning rate $3\cdot10^{-4}$.
+# The control `swap_stored` reads the stored groups swapped (JEPA + memory as the standard
+# model, 16 per value as 4): every comparison below must then fail.
 
 # %%
 NAMES = {"standard": "standard", "jepa": "JEPA", "jepa_memory": "JEPA + memory"}
 stored = sweeps.load(STORED_DIR, curves=True)
-print(f"stored runs: {len(stored)}, git {sorted(set(stored['git'].str[:10]))}, "
-      f"{stored['cpu_seconds'].sum() / 3600:.2f} CPU hours; modulus {sorted(set(stored['modulus']))}, "
-      f"chains {sorted(set(stored['n_chains']))} of {sorted(set(stored['chain_len']))} sums, "
-      f"steps {sorted(set(stored['steps']))}")
 P_stored = int(stored["modulus"].iloc[0])
 s_chance = 1 / P_stored
 groups = {(NAMES[m], int(pv)): g.sort_values("seed")
-          for (m, pv), g in sorted(stored.groupby(["model", "per_value"]),
-                                   key=lambda kv: (list(NAMES).index(kv[0][0]), kv[0][1]))}
+          for (m, pv), g in sorted(
+              stored.groupby(["model", "per_value"]),
+              key=lambda kv: (list(NAMES).index(kv[0][0]), kv[0][1]))}
+
+
 def first_step_above(g, metric, level):
-    """Per seed, the first recorded step at which ``metric`` exceeds ``level`` (-1: never)."""
+    """Per seed, the first recorded step with ``metric`` above ``level`` (-1: never)."""
     steps, curves = np.asarray(g["curve.steps"].iloc[0]), np.stack(g[f"curve.{metric}"])
     return [int(steps[c > level][0]) if np.any(c > level) else -1 for c in curves]
 
 
+# %% tags=["hide-input"]
+print(f"stored runs: {len(stored)}, git {sorted(set(stored['git'].str[:10]))}, "
+      f"{stored['cpu_seconds'].sum() / 3600:.2f} CPU hours; modulus "
+      f"{sorted(set(stored['modulus']))}, chains {sorted(set(stored['n_chains']))} of "
+      f"{sorted(set(stored['chain_len']))} sums, steps {sorted(set(stored['steps']))}")
 for (name, pv), g in groups.items():
     peak = np.stack(g["curve.probe_acc"]).max(-1)
     print(f"{name}, {pv} per value, lr {g['lr'].iloc[0]:g}, seeds {list(g['seed'])}: "
           f"train {exact(g['train_acc'])}, all {exact(g['probe_acc'])}, "
-          f"forward only {exact(g['forward_acc'])}, needs reverse {exact(g['reverse_acc'])}, "
-          f"best all over the recorded steps {exact(peak)}, train accuracy above 0.9 from step "
-          f"{first_step_above(g, 'train_acc', 0.9)}")
+          f"forward only {exact(g['forward_acc'])}, needs reverse "
+          f"{exact(g['reverse_acc'])}, best all over the recorded steps {exact(peak)}, "
+          f"train accuracy above 0.9 from step {first_step_above(g, 'train_acc', 0.9)}")
 for pv in sorted(set(stored["per_value"])):
     t = sweeps.config_of(stored[stored["per_value"] == pv].iloc[0])
-    facts = arithmetic_task(t.modulus, int(pv), t.n_chains, t.chain_len, t.core_frac, [0])
-    print(f"{pv} per value: {t.modulus * pv} core entities, {facts.train.shape[1]} trained facts "
-          f"(seed 0), of which {facts.train.shape[1] - t.modulus * pv - t.n_chains * t.chain_len} core sums")
+    facts = arithmetic_task(t.modulus, int(pv), t.n_chains, t.chain_len, t.core_frac,
+                            [0])
+    n_core = facts.train.shape[1] - t.modulus * pv - t.n_chains * t.chain_len
+    print(f"{pv} per value: {t.modulus * pv} core entities, {facts.train.shape[1]} "
+          f"trained facts (seed 0), of which {n_core} core sums")
 print(f"chance: {s_chance:.3f}")
-by = {name: {pv: g for (n, pv), g in groups.items() if n == name} for name in NAMES.values()}
-for (name, pv), g in groups.items():
-    # every stored model fits its training facts (the ceiling is below 1, about 0.98: a few
-    # trained sums share both inputs with another trained sum that has another answer)
-    assert np.all(g["train_acc"] > 0.85), (name, pv, g["train_acc"])
-# The paper: JEPA with memory "maintains high performance" on parametric forward-chaining.
-# Here it does not: far from solving the task at every size, and below the standard
-# transformer at every size, every seed against every seed.
-for pv, g in by["JEPA + memory"].items():
-    std = by["standard"][pv]
-    print(f"{pv} per value: JEPA + memory {exact(g['probe_acc'])} against standard "
-          f"{exact(std['probe_acc'])}")
-    assert g["probe_acc"].max() < 0.5, g["probe_acc"]
-    assert g["probe_acc"].max() < std["probe_acc"].min(), (pv, g["probe_acc"], std["probe_acc"])
-# The standard transformer gets better with more core entities (more sums to learn addition
-# from), and is above chance at every size, with and without a reverse step.
-small, large = min(by["standard"]), max(by["standard"])
-assert by["standard"][large]["probe_acc"].min() > by["standard"][small]["probe_acc"].max()
-for pv, g in by["standard"].items():
-    assert np.all(g["probe_acc"] > 2 * s_chance) and np.all(g["reverse_acc"] > 2 * s_chance), (pv, g)
+by = {name: {pv: g for (n, pv), g in groups.items() if n == name}
+      for name in NAMES.values()}
+sizes = sorted(by["standard"])
+read = {name: dict(per) for name, per in by.items()}
+if CONTROL == "swap_stored":
+    read["standard"], read["JEPA + memory"] = by["JEPA + memory"], by["standard"]
+    read = {name: {pv: per[sizes[len(sizes) - 1 - i]] for i, pv in enumerate(sizes)}
+            for name, per in read.items()}
+ledger.precondition("fit-stored", "every stored model fits its trained facts "
+                    "(lowest; the ceiling is about 0.98)",
+                    [g["train_acc"].min() for g in groups.values()], above=0.85,
+                    tol=0.01)
+# The paper: JEPA with memory "maintains high performance" on forward-chaining.
+for pv in sizes:
+    print(f"{pv} per value: JEPA + memory "
+          f"{exact(read['JEPA + memory'][pv]['probe_acc'])} against standard "
+          f"{exact(read['standard'][pv]['probe_acc'])}")
+ledger.check("memory-below-standard", "JEPA + memory is below the standard "
+             "transformer at every size, every seed against every seed (standard's "
+             "lowest minus "
+             "memory's highest, per size)",
+             [read["standard"][pv]["probe_acc"].min()
+              - read["JEPA + memory"][pv]["probe_acc"].max() for pv in sizes],
+             above=0, tol=0.005, paper="maintains high performance (no number)",
+             verdict="not reproduced", controls=("swap_stored",),
+             requires=("fit-stored",))
+small, large = sizes[0], sizes[-1]
+ledger.check("more-core-entities", "every model is better with 16 than with 4 core "
+             "entities per value (lowest seed at 16 minus highest at 4; standard, "
+             "JEPA, memory)",
+             [read[n][large]["probe_acc"].min() - read[n][small]["probe_acc"].max()
+              for n in NAMES.values()], above=0, tol=0.005, paper="unknown",
+             controls=("swap_stored",), requires=("fit-stored",))
+ledger.check("standard-reverse-above-chance", "the standard transformer is above twice "
+             "chance on variables needing a reverse step at every size (multiple of "
+             "chance)", [read["standard"][pv]["reverse_acc"].min() / s_chance
+                         for pv in sizes], above=2, tol=0.05, paper="unknown",
+             controls=("swap_stored",), requires=("fit-stored",))
+mem_all = np.concatenate([by["JEPA + memory"][pv]["probe_acc"] for pv in sizes])
+print("JEPA + memory, highest value accuracy over sizes and seeds: "
+      f"{mem_all.max():.3f} (printed, not a claim: no control breaks a bound that "
+      "no stored model reaches)")
+ledger.glue("mem_range", mem_all, digits=2)
+ledger.glue("s_chance", s_chance, digits=3)
+for n, key in (("standard", "std"), ("JEPA", "jepa"), ("JEPA + memory", "mem")):
+    for pv in sizes:
+        ledger.glue(f"{key}_{pv}", by[n][pv]["probe_acc"], digits=3)
+    ledger.glue(f"{key}_small", by[n][small]["probe_acc"], digits=2)
+    ledger.glue(f"{key}_large", by[n][large]["probe_acc"], digits=2)
+ledger.glue("std_reverse", np.concatenate([by["standard"][pv]["reverse_acc"]
+                                            for pv in sizes]), digits=2)
+ledger.glue("train_min", min(g["train_acc"].min() for g in groups.values()), digits=2)
+ledger.glue("train_max", max(g["train_acc"].max() for g in groups.values()), digits=2)
+ledger.glue("jepa_peak", np.stack(by["JEPA"][large]["curve.probe_acc"]).max(), digits=2)
+_ = ledger.glue("cpu_hours", stored["cpu_seconds"].sum() / 3600, digits=2)
 
-# %% mystnb={"figure": {"caption": "Stored runs: value accuracy on never-trained chain variables for the standard transformer (2 layers, lr 3e-3), JEPA (#Rec 1 / #Sem 1) and JEPA with the top-1 memory layer (both LayerNorm, lr 3e-4), d = 64, batch 128, P = 23, 60 chains of 3 sums, 2 seeds each. Left: during training at 16 core entities per value (median and band). Right: final accuracy (line: mean; markers: seeds) against the number of core entities (4, 8, 16 per value). Dotted: chance 1/P. The paper: P = 10,007, 10 entities per value, trees with branching 10-40, up to 3M steps.", "name": "fig-arithmetic-stored"}}
+# %% mystnb={"figure": {"caption": "Stored runs: value accuracy on never-trained chain variables for the standard transformer (2 layers, lr 3e-3), JEPA (#Rec 1 / #Sem 1) and JEPA with the top-1 memory layer (both LayerNorm, lr 3e-4), d = 64, batch 128, P = 23, 60 chains of 3 sums, 2 seeds each. Left: during training at 16 core entities per value (median and band). Right: final accuracy (line: mean; markers: seeds) against the number of core entities (4, 8, 16 per value). Dotted: chance 1/P. The paper: P = 10,007, 10 entities per value, trees with branching 10-40, up to 3M steps.", "name": "fig-arithmetic-stored"}, "tags": ["hide-input"]}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
 for i, (name, per) in enumerate(by.items()):
     color = f"C{i}"
@@ -194,7 +286,8 @@ for ax in (ax1, ax2):
     ax.axhline(s_chance, color="grey", ls=":", lw=1)
 ax1.set(xlabel="step", ylabel="value accuracy (all chain variables)",
         title=f"{max(by['standard'])} core entities per value")
-ax2.set(xlabel="core entities", ylabel="final value accuracy", xscale="log", xticks=ents)
+ax2.set(xlabel="core entities", ylabel="final value accuracy", xscale="log",
+        xticks=ents)
 ax2.set_xticklabels([str(e) for e in ents])
 ax2.minorticks_off()
 ax1.legend(fontsize="small")
@@ -208,7 +301,8 @@ plt.show()
 # per value and seed `SEED` are trained again: same data and minibatches, so the metrics at
 # step `LIVE_STEPS` must agree with the stored curve up to the CPU's kernels. If that run is
 # not stored (another seed or size), the stored run of seed 0 at 4 per value is re-run: the
-# check is of the stored file, not of the seed.
+# check is of the stored file, not of the seed. Under the control `no_training` the re-run
+# is untrained and must disagree.
 
 # %%
 TOL_LIVE = 0.05   # kernel paths move these early-training metrics little
@@ -217,10 +311,23 @@ pick = mem[(mem["per_value"] == PER_VALUE) & (mem["seed"] == SEED)]
 if pick.empty:
     pick = mem[(mem["per_value"] == 4) & (mem["seed"] == 0)]
 row = pick.iloc[0]
-live = arithmetic.run(sweeps.config_of(row, steps=LIVE_STEPS, eval_points=2, n_seeds=1))
+live = arithmetic.run(sweeps.config_of(row, steps=LIVE_STEPS, eval_points=2, n_seeds=1,
+                                       **({"lr": 1e-12} if CONTROL == "no_training"
+                                          else {})))
+
+# %% tags=["hide-input"]
 same = mem[mem["per_value"] == row["per_value"]]
 print(f"re-run: JEPA + memory, {row['per_value']} per value, seed {row['seed']}")
+excess = []
 for name, got, ref, allowed in sweeps.live_against_stored(
         same, live, ("train_acc", "probe_acc"), LIVE_STEPS, int(row["seed"]), TOL_LIVE):
     print(f"step {LIVE_STEPS}, {name}: live {approx(got, TOL_LIVE)}, stored {ref:.3f}")
-    assert abs(got - ref) < allowed, (name, got, ref)
+    excess.append(abs(got - ref) - (allowed - TOL_LIVE))
+    ledger.glue(f"live_{name}", got, tol=TOL_LIVE)
+ledger.check("live-matches-stored", f"a live re-run agrees with the stored run at step "
+             f"{LIVE_STEPS} (distance beyond the seeds' spread; train, value accuracy)",
+             excess, below=TOL_LIVE, tol=0.02, paper="n/a (our stored runs)",
+             controls=("no_training",))
+
+# %% tags=["hide-input"]
+ledger.summary()
