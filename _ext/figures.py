@@ -73,7 +73,8 @@ def figure_files_html(app, docname: str, label: str) -> str:
     links = " \u00b7 ".join(
         f'<a class="reference download" href="{html.escape(relative_uri(page, f"{OUT_FOLDER}/{label}.{fmt}"))}"'
         f' download>{fmt.upper()}</a>' for fmt in FORMATS)
-    cite = citation(env.config.project, env.config.author, _chapter(env, docname),
+    title = env.config.html_title or env.config.project   # Jupyter Book sets html_title
+    cite = citation(title, env.config.author, _chapter(env, docname),
                     _figure_number(env, docname, label), label, app.config.revlib_commit)
     return (f'<div class="revlib-figure-files" data-label="{label}">'
             f'<p class="revlib-figure-downloads"><span class="revlib-figure-key">Files</span> '

@@ -9,7 +9,8 @@ of ``_toc.yml`` this fails on:
   would have to scroll sideways to read;
 - a display equation wider than its column, or math that MathJax did not render;
 - a table wider than the text column (a wide table must scroll inside its own box);
-- the page itself scrolling sideways;
+- anything else running past the column (an image, a figure, a cell, a paragraph) outside a
+  scroll box, and the page itself scrolling sideways;
 - an image that does not load;
 - any request that leaves the machine (every http/https/ws request is blocked and reported:
   the book must render from its own files);
@@ -90,15 +91,35 @@ CHECKS_JS = r"""
   }
   for (const err of article.querySelectorAll("mjx-merror"))
     out.push(`MathJax error${where(err)}: ${snip(err.getAttribute("data-mjx-error") || err.textContent)}`);
+  // the nearest ancestor (inside the article) that scrolls or clips sideways, if any
+  const scroller = (el) => {
+    for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === "auto" || ox === "scroll" || ox === "hidden") return a;
+    }
+    return null;
+  };
+  const inScroller = (el) => scroller(el) !== null;
   // tables: wider than the column is a failure; scrolling inside their own box is fine
   for (const t of article.querySelectorAll("table")) {
     if (!visible(t)) continue;
-    const r = t.getBoundingClientRect();
+    const box = t.scrollWidth > t.clientWidth + 1 && getComputedStyle(t).overflowX !== "visible"
+      ? t : (scroller(t) || t);   // what the reader sees: the table, or its scroll box
+    const r = box.getBoundingClientRect();
     if (r.right > col.right + 1 || r.width > col.width + 1)
       out.push(`table wider than its column (${Math.round(r.width)} px in ${Math.round(col.width)} px)` +
                `${where(t)}: ${snip(t.innerText)}`);
   }
-  // anything else poking out of the column (a figure, a long word), or the page scrolling
+  // anything else poking out of the column (an image, a figure, a box, a long word)
+  for (const el of article.querySelectorAll(
+      "img, figure, div.cell, div.admonition, div.proof, p, li, dl, blockquote")) {
+    if (!visible(el) || inScroller(el)) continue;
+    const r = el.getBoundingClientRect();
+    if (r.right > col.right + 1)
+      out.push(`${el.tagName.toLowerCase()} runs past the column by ${Math.round(r.right - col.right)} px` +
+               `${where(el)}: ${snip(el.innerText || el.getAttribute("src"))}`);
+  }
+  // the page scrolling sideways
   const se = document.scrollingElement;
   if (se.scrollWidth > window.innerWidth + 1)
     out.push(`the page scrolls sideways (${se.scrollWidth} px in ${window.innerWidth} px)`);
