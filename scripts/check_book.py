@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDTH, HEIGHT = 1280, 900
 LOCAL_SCHEMES = {"file", "data", "blob", "about", "chrome", "devtools"}
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
+PAGE_TIMEOUT = 240   # seconds for one page to load and render (a busy 2-core machine is slow)
 
 # Runs in the page; returns the findings as a list of strings.
 CHECKS_JS = r"""
@@ -166,7 +167,8 @@ class CDP:
     """A minimal DevTools-protocol client on one page target."""
 
     def __init__(self, ws_url: str):
-        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
+        self.ws = websocket.create_connection(ws_url, timeout=PAGE_TIMEOUT,
+                                              suppress_origin=True)
         self.next_id = 0
         self.events: list[dict] = []
 
@@ -175,6 +177,7 @@ class CDP:
         mid = self.next_id
         self.ws.send(json.dumps({"id": mid, "method": method, "params": params or {}}))
         end = time.time() + timeout
+        self.ws.settimeout(timeout)
         while time.time() < end:
             msg = json.loads(self.ws.recv())
             if msg.get("id") == mid:
@@ -265,10 +268,10 @@ def toc_pages() -> list[str]:
 
 def check_page(cdp: CDP, html: Path, page: str, shots: Path) -> dict:
     cdp.events.clear()
-    cdp.send("Page.navigate", {"url": html.as_uri()})
-    cdp.wait_event("Page.loadEventFired", timeout=60)
-    cdp.evaluate(WAIT_JS, timeout=60)
-    result = json.loads(cdp.evaluate(CHECKS_JS))
+    cdp.send("Page.navigate", {"url": html.as_uri()}, timeout=PAGE_TIMEOUT)
+    cdp.wait_event("Page.loadEventFired", timeout=PAGE_TIMEOUT)
+    cdp.evaluate(WAIT_JS, timeout=PAGE_TIMEOUT)
+    result = json.loads(cdp.evaluate(CHECKS_JS, timeout=PAGE_TIMEOUT))
     findings = result["findings"]
     # figure files: every link must point at a file shipped with the build
     for fig in result["figures"]:
@@ -288,7 +291,7 @@ def check_page(cdp: CDP, html: Path, page: str, shots: Path) -> dict:
             if p.get("blockedReason") is None and p.get("errorText") != "net::ERR_ABORTED":
                 findings.append(f"resource failed to load: {p.get('errorText')} "
                                 f"({p.get('type')}, request {p.get('requestId')})")
-    shot = cdp.send("Page.captureScreenshot", {"format": "png"})
+    shot = cdp.send("Page.captureScreenshot", {"format": "png"}, timeout=PAGE_TIMEOUT)
     name = page.replace("/", "__") + ".png"
     (shots / name).write_bytes(base64.b64decode(shot["data"]))
     return {"page": page, "findings": list(dict.fromkeys(findings)),
