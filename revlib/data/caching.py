@@ -181,7 +181,10 @@ class _Builder:
         others = [o for o in self.cs if o.name != c.name]
         close = difflib.get_close_matches(c.name, [o.name for o in others], n=3, cutoff=0.6)
         same_region = [o.name for o in others if o.subregion == c.subregion]
-        return list(dict.fromkeys(close + same_region))
+        out = list(dict.fromkeys(close + same_region))
+        # alone in its subregion with no close name in this split: the closest names
+        return out or difflib.get_close_matches(c.name, [o.name for o in others], n=3,
+                                                cutoff=0.0)
 
     def q(self, text, key, relation, template, entity) -> int:
         if text not in self.index:
