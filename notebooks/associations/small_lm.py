@@ -113,15 +113,16 @@ print(f"test loss (all tokens): {approx(h['loss'][0], TOL_LOSS)} at initialisati
       f"median {approx(loss_half, TOL_LOSS)} over steps {STEPS // 2}-{STEPS}")
 ledger.glue("the_early", the_early, tol=TOL_P)
 ledger.glue("loss_init", h["loss"][0].mean(), tol=TOL_LOSS)
-ledger.glue("loss_half", loss_half, tol=TOL_LOSS);
+_ = ledger.glue("loss_half", loss_half, tol=TOL_LOSS)
 
 # %% tags=["hide-input"]
 # the generic continuation is learnt within the first quarter of training, on every seed
-ledger.check("the-first-quarter",
-             "p(the) at the IOI answer exceeds 0.1 (3.5 x uniform) within the first "
-             "quarter of training, on every seed", the_early, above=0.1, tol=TOL_P,
-             paper="unknown (' the' first along Pythia checkpoints)",
-             controls=("no_training",));
+_ = ledger.check("the-first-quarter",
+                 "p(the) at the IOI answer exceeds 0.1 (3.5 x uniform) within the "
+                 "first quarter of training, on every seed", the_early, above=0.1,
+                 tol=TOL_P,
+                 paper="unknown (' the' first along Pythia checkpoints)",
+                 controls=("no_training",))
 
 # %% [markdown]
 # The generic token comes first. Whether the in-context answer follows within 1000 steps is
@@ -162,10 +163,11 @@ no_ff = ab["p_the"][0] + ab["p_io"][0] + ab["p_s"][0]
 print(f"every FF removed: p(the) + p(IO) + p(S) per seed {approx(no_ff, 0.01)} "
       f"(uniform: {3 / sc.VOCAB_SIZE:.3f})")
 ledger.glue("no_ff", no_ff, tol=0.01)
-ledger.check("no-ff-no-prediction",
-             "with every FF removed, p(the) + p(IO) + p(S) at the answer falls below "
-             "0.05 (uniform over the vocabulary: 0.086), on every seed",
-             no_ff, below=0.05, tol=0.01, paper="unknown", controls=("no_training",));
+_ = ledger.check("no-ff-no-prediction",
+                 "with every FF removed, p(the) + p(IO) + p(S) at the answer falls "
+                 "below 0.05 (uniform over the vocabulary: 0.086), on every seed",
+                 no_ff, below=0.05, tol=0.01, paper="unknown",
+                 controls=("no_training",))
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The trained models with the last layer's MLP input matrix truncated to a rank (rank 0 removes that MLP), at the IOI answer position of clean test data (2 layers, d = 64, 2 seeds, line: median, band: min-max). No rank moves probability to the IO name, because the model has not learned it. The paper truncates late MLP layers of Pythia, GPT-2 small and Llama-3-8B; its ranks and values are not known to us.", "name": "fig-smalllm-truncation"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -226,12 +228,13 @@ ledger.check("io-picked-out-stored",
              "> 0.2", st_io - st_s, above=0.2, tol=0.001,
              paper="unknown (the answer later along Pythia checkpoints)",
              controls=("swap_io_s",))
-ledger.check("the-before-io-stored",
-             "on every stored seed the IO is picked out only after 'the' is learnt: "
-             "(first step of p(IO) - p(S) > 0.2) - (first step of p(the) > 0.1) > 0",
-             step_io - step_the, above=0.0, tol=1.0,
-             paper="unknown (' the' first, then the answer, along Pythia checkpoints)",
-             controls=("swap_io_s",));
+_ = ledger.check("the-before-io-stored",
+                 "on every stored seed the IO is picked out only after 'the' is "
+                 "learnt: (first step of p(IO) - p(S) > 0.2) - (first step of "
+                 "p(the) > 0.1) > 0", step_io - step_the, above=0.0, tol=1.0,
+                 paper="unknown (' the' first, then the answer, along Pythia "
+                       "checkpoints)",
+                 controls=("swap_io_s",))
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The same model trained four times longer (4,000 steps, 3 seeds, line: median, band: min-max; stored runs): probabilities at the IOI answer position of clean test sequences. The generic 'the' is learned by the first evaluation (step 250); the IO name separates from the subject S only later, between steps 1,500 and 2,750 depending on the seed. The paper follows Pythia checkpoints; its values are not known to us.", "name": "fig-smalllm-stored"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -277,16 +280,16 @@ print(f"largest rise of p(IO) over the truncation ranks, per seed: "
 for i in range(len(ex)):
     ledger.glue(f"cut_io_{i}", cut["p_io"][i], digits=3)
     ledger.glue(f"cut_the_{i}", cut["p_the"][i], digits=3)
-ledger.glue("rank_gain_max", rank_gain.max(), digits=3);
+_ = ledger.glue("rank_gain_max", rank_gain.max(), digits=3)
 
 # %% tags=["hide-input"]
 # not the paper's LASER effect: the last FF helps the answer, removing it lowers p(IO)
-ledger.check("last-ff-helps-io-stored",
-             "removing the last layer's FF lowers p(IO) by more than 0.03 on every "
-             "stored seed (the paper: late-MLP truncation raises the answer)",
-             full["p_io"] - cut["p_io"], above=0.03, tol=0.001,
-             paper="unknown (truncating late MLPs moves probability to the answer)",
-             verdict="not reproduced", controls=("swap_io_s",));
+_ = ledger.check("last-ff-helps-io-stored",
+                 "removing the last layer's FF lowers p(IO) by more than 0.03 on every "
+                 "stored seed (the paper: late-MLP truncation raises the answer)",
+                 full["p_io"] - cut["p_io"], above=0.03, tol=0.001,
+                 paper="unknown (truncating late MLPs moves probability to the answer)",
+                 verdict="not reproduced", controls=("swap_io_s",))
 
 # %% [markdown]
 # The stored runs are checked against the live run of §1: both train the same model on data of
@@ -307,11 +310,11 @@ same = ledger.precondition(
           and ALPHA == float(slm["alpha"].iloc[0])), above=0.5, tol=0.1)
 print(f"median test loss, steps {STEPS // 2}-{STEPS}: live "
       f"{approx(live_half, TOL_LOSS)}, stored seeds {exact(ref)}")
-ledger.check("live-loss-matches-stored",
-             "the live run's median test loss over its second half lies within the "
-             "stored seeds' range widened by 0.1 nats (distance, nats)",
-             np.abs(live_half - np.median(ref)) - np.ptp(ref), below=0.1, tol=0.05,
-             paper="unknown", controls=("no_training",), requires=("stored-model",));
+_ = ledger.check("live-loss-matches-stored",
+                 "the live run's median test loss over its second half lies within the "
+                 "stored seeds' range widened by 0.1 nats (distance, nats)",
+                 np.abs(live_half - np.median(ref)) - np.ptp(ref), below=0.1, tol=0.05,
+                 paper="unknown", controls=("no_training",), requires=("stored-model",))
 
 # %% [markdown]
 # ## Summary
