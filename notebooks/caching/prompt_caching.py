@@ -30,6 +30,26 @@
 # makes the noise of the theory's soft labels zero-mean in probability; `swap_scrambled`
 # replaces each question's order-swapped twin by a comparison of two other countries.
 
+# %% tags=["colab-setup", "remove-cell"]
+# Colab only (it does nothing elsewhere): fetch the book's repository, install
+# revlib, and work from this notebook's folder so that its data/ paths resolve.
+# Written by scripts/colab-cell from _config.yml (repository.url and .branch).
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    REPO, BRANCH = "https://github.com/revlib-book/reversal-book", "main"
+    CLONE = "/content/reversal-book"
+    if not os.path.isdir(CLONE):
+        git = ["git", "clone", "--depth", "1", "--branch", BRANCH, REPO, CLONE]
+        subprocess.run(git, check=True)
+    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+    subprocess.run(pip + ["-e", CLONE], check=True)
+    sys.path.insert(0, CLONE)  # this kernel started before revlib was installed
+    os.chdir(os.path.join(CLONE, "notebooks/caching"))
+
 # %% tags=["parameters"]
 SEED = 0               # data split and pairs; fine-tuning seeds SEED, SEED+1, ...
 N_SEEDS = 2            # fine-tuning seeds per model and loss

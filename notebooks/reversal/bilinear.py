@@ -33,6 +33,26 @@
 # "reverse not learnt" claims must fail), `no_training` makes every optimiser step a no-op
 # (the "training works" claims must fail). `scripts/check-claims` runs them.
 
+# %% tags=["colab-setup", "remove-cell"]
+# Colab only (it does nothing elsewhere): fetch the book's repository, install
+# revlib, and work from this notebook's folder so that its data/ paths resolve.
+# Written by scripts/colab-cell from _config.yml (repository.url and .branch).
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    REPO, BRANCH = "https://github.com/revlib-book/reversal-book", "main"
+    CLONE = "/content/reversal-book"
+    if not os.path.isdir(CLONE):
+        git = ["git", "clone", "--depth", "1", "--branch", BRANCH, REPO, CLONE]
+        subprocess.run(git, check=True)
+    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+    subprocess.run(pip + ["-e", CLONE], check=True)
+    sys.path.insert(0, CLONE)  # this kernel started before revlib was installed
+    os.chdir(os.path.join(CLONE, "notebooks/reversal"))
+
 # %% tags=["parameters"]
 SEED = 0         # base seed; seeds SEED, SEED+1, ... train side by side
 N_SEEDS = 5      # seeds per configuration
