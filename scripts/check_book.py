@@ -307,8 +307,9 @@ def main() -> int:
     html = (ROOT / args.html).resolve()
     shots = (ROOT / args.screenshots).resolve()
     shots.mkdir(parents=True, exist_ok=True)
-    for old in shots.glob("*.png"):
-        old.unlink()
+    if not args.pages:   # a full run replaces every screenshot; a partial one only its own
+        for old in shots.glob("*.png"):
+            old.unlink()
     pages = args.pages or toc_pages()
     report, failed = [], 0
     with tempfile.TemporaryDirectory(prefix="check-book-", ignore_cleanup_errors=True) as profile:
