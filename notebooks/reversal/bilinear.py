@@ -26,7 +26,7 @@
 # this notebook. Several seeds train at once as one batched model, and the bands in the plots
 # span the seeds (line: median; band: min to max).
 #
-# Each claim is checked through a ledger ({mod}`revlib.claims`): one line with the value per
+# Each claim is checked through a ledger (`revlib.claims`): one line with the value per
 # seed, its test and the margin by which it clears it. Two controls re-run this notebook
 # with the answer given or the training removed, and each claim names the control under
 # which its test must fail: `reverse_in_training` trains the held-out reverse facts too (the

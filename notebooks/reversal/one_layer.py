@@ -23,7 +23,7 @@
 # $W_Q, W_K, W_V$, whose effective $Y=UW_V^\top U^\top$ we read off. Several seeds train at once
 # as one batched model; bands span the seeds (line: median; band: min to max).
 #
-# Each claim is checked through a ledger ({mod}`revlib.claims`): one line with the value per
+# Each claim is checked through a ledger (`revlib.claims`): one line with the value per
 # seed, its test and the margin by which it clears it. Two controls re-run this notebook:
 # `reverse_in_training` trains the held-out backward sentences too (the "reverse not
 # learnt" claims must fail), `no_training` makes every optimiser step a no-op (the
