@@ -51,7 +51,8 @@ SEED = 0  # base seed; seeds SEED, SEED+1, ... train side by side
 N_SEEDS = 4  # seeds of the main configuration
 VARIANT_SEEDS = 3  # seeds of each variant (fewer, to fit the time budget)
 VOCAB = 200  # entity ids; model vocabulary VOCAB + 2 (the paper: 800)
-# Step budgets follow the data: AdamW steps of batch 64 (lr 0.01, as in the paper's code)
+# Step budgets follow the data: AdamW steps of batch 64 (lr 0.01, as in the paper's
+# code)
 # for EPOCHS passes over the training sentences (300 steps at VOCAB = 200; two-token
 # entities have twice the pairs, so twice the steps).
 EPOCHS = 226
@@ -277,7 +278,8 @@ ledger.check(
     controls=("reverse_in_training",),
     requires=("untied-fit",),
 )
-# Spread of the logits within a row: the untied unseen rows are flat, because their answers
+# Spread of the logits within a row: the untied unseen rows are flat, because their
+# answers
 # never occur as answers in training and their output rows share the same updates.
 spread = {
     (name, p): res.heatmaps["relation"][p].std(axis=2).mean(axis=1)
