@@ -174,19 +174,11 @@ class Ledger:
 
     def _show(self, rec: Record, label: str) -> None:
         line = self._line(rec, label)
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-            shell = get_ipython()
-        except ImportError:  # pragma: no cover - IPython ships with the notebooks' kernel
-            shell = None
-        if shell is None:
+        import html
+        if not _display({"text/plain": line,
+                         "text/html": f'<pre class="revlib-claim revlib-{rec.outcome}" '
+                                      f'id="{rec.cell}">{html.escape(line)}</pre>'}):
             print(line)
-        else:
-            import html
-            display({"text/plain": line,
-                     "text/html": f'<pre class="revlib-claim revlib-{rec.outcome}" id="{rec.cell}">'
-                                  f"{html.escape(line)}</pre>"}, raw=True)
 
     def _held(self, rid: str) -> bool:
         rec = self.records.get(rid)
@@ -281,19 +273,12 @@ class Ledger:
         fmt = (lambda v: f"{v:.{digits}f}")
         text = fmt(arr[0]) if arr.size == 1 else f"{fmt(arr.min())}–{fmt(arr.max())}"
         key = f"{self.notebook.split('/')[-1]}.{name}"
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-            shell = get_ipython()
-        except ImportError:  # pragma: no cover
-            shell = None
-        if shell is not None:
-            # hidden in the page as myst-nb's glue(display=False) is; pasted by {glue:text}
-            prefix = "application/papermill.record/"
-            meta = {"scrapbook": {"name": key, "mime_prefix": prefix}}
-            if tol is not None:
-                meta["revlib_tol"] = float(tol)
-            display({prefix + "text/plain": text}, raw=True, metadata=meta)
+        # hidden in the page as myst-nb's glue(display=False) is; pasted by {glue:text}
+        prefix = "application/papermill.record/"
+        meta = {"scrapbook": {"name": key, "mime_prefix": prefix}}
+        if tol is not None:
+            meta["revlib_tol"] = float(tol)
+        _display({prefix + "text/plain": text}, meta)
         return text
 
     # -- the ledger ---------------------------------------------------------------------------
@@ -323,19 +308,24 @@ class Ledger:
         lines = [head] + [f"  {r.kind:12s} {r.id:28s} {r.outcome}" for r in self.records.values()]
         text = "\n".join(lines)
         data = self.as_dict()
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-            shell = get_ipython()
-        except ImportError:  # pragma: no cover
-            shell = None
-        if shell is None:
+        if not _display({"text/plain": text}, {"revlib_ledger": data}):
             print(text)
-        else:
-            display({"text/plain": text}, raw=True, metadata={"revlib_ledger": data})
         target = os.environ.get("REVLIB_LEDGER")
         if target:
             write_json(Path(target), data)
+
+
+def _display(bundle: dict, metadata: dict | None = None) -> bool:
+    """Show a raw mime bundle in a running IPython kernel; False where there is none."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython ships with the notebooks' kernel
+        return False
+    if get_ipython() is None:
+        return False
+    display(bundle, raw=True, metadata=metadata or {})
+    return True
 
 
 def write_json(path: Path, data) -> None:
