@@ -1,6 +1,13 @@
 """``python -m revlib run|sweep|figure``: the command line of :mod:`revlib.sweeps` and
 :mod:`revlib.figures` (``figure <label>`` regenerates one figure of the book alone).
 
+``python -m revlib run bilinear --set m=16 --out r.json`` runs
+``revlib.experiments.bilinear.run(Config(m=16))`` and writes one record
+(:mod:`revlib.records`). ``python -m revlib sweep bilinear --grid lr=0.5,1 --seeds 3 --out
+runs/`` writes one record per grid point and seed into ``runs/``, skipping those already
+there; :func:`revlib.records.load` reads such a folder into a DataFrame. Values are parsed
+by the type of the Config field (:func:`parse_assignment`).
+
 A mistake in what was asked (unknown experiment or field, a value the Config rejects, a
 missing GPU) ends the command with exit status 2 and one line on stderr naming it, before
 anything runs. A run that fails after it started is a bug worth a traceback (status 1); a
@@ -11,10 +18,110 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import types
+import typing
 from pathlib import Path
 
-from revlib import devices, sweeps
+from revlib import devices, records, sweeps
+
+
+def parse_assignment(name: str, text: str, grid: bool = False) -> tuple[str, list]:
+    """``"field=value"`` (or, with ``grid``, ``"field=v1,v2,..."``) -> ``(field, [values])``,
+    each value parsed by the type of experiment ``name``'s Config field.
+
+    Tuples are written ``a,b`` or ``(a,b)``; in a grid each tuple value needs its brackets:
+    ``ff=(mlp,mlp),(mlp,linear)``. Bools: ``true``/``false``; ``None``: ``none``.
+    """
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError(f"expected field=value, got {text!r}")
+    known = sweeps.config_fields(name)
+    if key not in known:
+        raise ValueError(f"unknown field {key!r} for experiment {name!r}; fields: "
+                         f"{', '.join(known)}")
+    try:
+        parts = _split(raw) if grid else [raw]
+        if grid and not parts:
+            raise ValueError("--grid needs at least one value")
+        values = [_parse(p.strip(), known[key]) for p in parts]
+    except ValueError as err:
+        raise ValueError(f"bad value for field {key!r} of experiment {name!r}: {err}") from None
+    if len({json.dumps(records.plain(v)) for v in values}) != len(values):
+        raise ValueError(f"--grid {key} repeats a value: {raw!r}")
+    return key, values
+
+
+def _parse(text: str, tp):
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if type(None) in args and text.lower() in ("none", "null"):
+            return None
+        errors = []
+        for arg in args:
+            if arg is not type(None):
+                try:
+                    return _parse(text, arg)
+                except ValueError as err:
+                    errors.append(str(err))
+        raise ValueError(" or ".join(errors))
+    if tp is bool:
+        low = text.lower()
+        if low in ("true", "yes", "1"):
+            return True
+        if low in ("false", "no", "0"):
+            return False
+        raise ValueError(f"expected a bool (true/false), got {text!r}")
+    if tp is int:
+        if not re.fullmatch(r"[+-]?\d[\d_]*", text):
+            raise ValueError(f"expected an int, got {text!r}")
+        return int(text)
+    if tp is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"expected a number, got {text!r}") from None
+    if tp is str:
+        return text
+    if origin is typing.Literal:
+        for a in args:
+            if str(a) == text:
+                return a
+        raise ValueError(f"expected one of {args}, got {text!r}")
+    if origin in (tuple, list):
+        inner = text
+        if len(inner) >= 2 and inner[0] + inner[-1] in ("()", "[]"):
+            inner = inner[1:-1]
+        items = [p.strip() for p in _split(inner)]
+        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+            elem = args[0] if args else str
+            return origin(_parse(p, elem) for p in items)
+        if len(items) != len(args):
+            raise ValueError(f"expected {len(args)} comma-separated values, got {text!r}")
+        return tuple(_parse(p, a) for p, a in zip(items, args))
+    raise ValueError(f"fields of type {tp} cannot be set from the command line")
+
+
+def _split(text: str) -> list[str]:
+    """Split at commas outside brackets; ``""`` -> ``[]``."""
+    if not text.strip():
+        return []
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced brackets in {text!r}")
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth != 0:
+        raise ValueError(f"unbalanced brackets in {text!r}")
+    return parts + [text[start:]]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +185,7 @@ def _figure(args) -> int:
 def _assignments(name: str, texts: list[str], grid: bool) -> dict:
     out = {}
     for text in texts:
-        key, values = sweeps.parse_assignment(name, text, grid=grid)
+        key, values = parse_assignment(name, text, grid=grid)
         if key in out:
             raise ValueError(f"field {key!r} is given twice")
         out[key] = values if grid else values[0]
@@ -118,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out == "-":
             print(json.dumps(rec, indent=1))
         else:
-            sweeps.write_json(args.out, rec)
+            records.write(args.out, rec)
         return 0
 
     try:

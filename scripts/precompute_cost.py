@@ -35,7 +35,7 @@ def _cpu(name: str, config) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from revlib import sweeps
+    from revlib import records, sweeps
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="*", type=Path)
@@ -49,14 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     print("| folder | configuration | records | steps | ms/step | CPU h recorded | CPU h alone (est.) |")
     print("|---|---|---|---|---|---|---|")
     for folder in folders:
-        df = sweeps.load(folder)
+        df = records.load(folder)
         name = df["experiment"].iloc[0]
         fields = [f for f in sweeps.config_fields(name) if f != "seed"]
         varying = [f for f in fields if df[f].astype(str).nunique() > 1]
         for _, g in df.groupby([df[f].astype(str) for f in fields], sort=False):
             row = g.iloc[0]
             steps = int(row["steps"])
-            c1, c2 = (_cpu(name, sweeps.config_of(row, steps=k, eval_points=2, n_seeds=1))
+            c1, c2 = (_cpu(name, records.config_of(row, steps=k, eval_points=2, n_seeds=1))
                       for k in (args.k1, args.k2))
             per_step = max(c2 - c1, 0.0) / (args.k2 - args.k1)
             fixed = max(c1 - per_step * args.k1, 0.0)

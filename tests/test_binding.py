@@ -135,10 +135,10 @@ def test_reverse_in_training_trains_the_held_out_facts(monkeypatch):
 
 def test_stored_records_predating_a_control_field_take_its_default():
     from pathlib import Path
-    from revlib import sweeps
-    df = sweeps.load(Path(__file__).resolve().parent.parent / "data/sweeps/surface_names")
+    from revlib import records
+    df = records.load(Path(__file__).resolve().parent.parent / "data/sweeps/surface_names")
     assert "reverse_in_training" not in df.columns
-    assert sweeps.config_of(df.iloc[0], steps=10).reverse_in_training is False
+    assert records.config_of(df.iloc[0], steps=10).reverse_in_training is False
 
 
 @pytest.mark.parametrize("field,value", [("multiplicity", -1), ("n_seeds", 0), ("d_model", 30)])

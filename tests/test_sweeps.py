@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import revlib
-from revlib import devices, sweeps
+from revlib import cli, devices, records, sweeps
 from revlib.experiments import bilinear
 from revlib.cli import main
 from revlib.train import TrainConfig, train
@@ -111,24 +111,24 @@ def test_mistakes_exit_2_with_one_line_naming_them(argv, words, tmp_path, capsys
 
 
 def test_values_are_parsed_by_field_type():
-    assert sweeps.parse_assignment("bilinear", "lr=1e-2") == ("lr", [0.01])
-    assert sweeps.parse_assignment("bilinear", "init=pretrained") == ("init", ["pretrained"])
-    assert sweeps.parse_assignment("bilinear", "m=8,16", grid=True) == ("m", [8, 16])
-    assert sweeps.parse_assignment("jepa", "memory=true") == ("memory", [True])
-    assert sweeps.parse_assignment("jepa", "memory=False,TRUE", grid=True) == ("memory", [False, True])
-    assert sweeps.parse_assignment("ff_vs_attention", "ff=mlp,linear") == ("ff", [("mlp", "linear")])
-    assert sweeps.parse_assignment("ff_vs_attention", "ff=(mlp,mlp),(mlp,linear)", grid=True) == \
+    assert cli.parse_assignment("bilinear", "lr=1e-2") == ("lr", [0.01])
+    assert cli.parse_assignment("bilinear", "init=pretrained") == ("init", ["pretrained"])
+    assert cli.parse_assignment("bilinear", "m=8,16", grid=True) == ("m", [8, 16])
+    assert cli.parse_assignment("jepa", "memory=true") == ("memory", [True])
+    assert cli.parse_assignment("jepa", "memory=False,TRUE", grid=True) == ("memory", [False, True])
+    assert cli.parse_assignment("ff_vs_attention", "ff=mlp,linear") == ("ff", [("mlp", "linear")])
+    assert cli.parse_assignment("ff_vs_attention", "ff=(mlp,mlp),(mlp,linear)", grid=True) == \
         ("ff", [("mlp", "mlp"), ("mlp", "linear")])
-    assert sweeps.parse_assignment("ff_vs_attention", "rank_fractions=0,0.5,1") == \
+    assert cli.parse_assignment("ff_vs_attention", "rank_fractions=0,0.5,1") == \
         ("rank_fractions", [(0.0, 0.5, 1.0)])
-    assert sweeps.parse_assignment("allocation", "allocations=((1,4),(2,0))") == \
+    assert cli.parse_assignment("allocation", "allocations=((1,4),(2,0))") == \
         ("allocations", [((1, 4), (2, 0))])
     for exp, text, what in [("jepa", "memory=maybe", "'memory'.*bool"),
                             ("ff_vs_attention", "ff=mlp", "'ff'.*2 comma-separated"),
                             ("bilinear", "m=(8,16", "'m'.*unbalanced"),
                             ("bilinear", "m=", "'m'.*at least one value")]:
         with pytest.raises(ValueError, match=what):
-            sweeps.parse_assignment(exp, text, grid=True)
+            cli.parse_assignment(exp, text, grid=True)
 
 
 # ---------------------------------------------------------------- sweeps
@@ -157,7 +157,7 @@ def test_sweep_runs_the_grid_resumes_and_loads(tmp_path, scheduler, capsys):
     # the re-run (a thread worker) reproduces the first run (a process worker) exactly
     assert json.loads(files[0].read_text())["metrics"] == first[files[0].name]["metrics"]
 
-    df = sweeps.load(out)
+    df = records.load(out)
     assert df.shape[0] == 2
     fields = list(sweeps.config_fields("bilinear"))
     assert set(fields + ["seed", "train_loss", "reverse_loss", "git", "version", "seconds"]) \
@@ -168,7 +168,7 @@ def test_sweep_runs_the_grid_resumes_and_loads(tmp_path, scheduler, capsys):
     assert row["train_loss"] == first[files[1].name]["metrics"]["train_loss"][0]
     # with curves: each row carries its seed's history, whose last point is the final metric
     hist = first[files[1].name]["histories"]["history"]
-    full = sweeps.load(out, curves=True)
+    full = records.load(out, curves=True)
     assert "curve.train_loss" not in df.columns and full.shape[0] == 2
     row = full[full["lr"] == 1.0].iloc[0]
     np.testing.assert_array_equal(row["curve.steps"], hist["steps"])
@@ -194,7 +194,7 @@ def test_seeds_and_file_names(tmp_path, scheduler):
     # another --set is another point, never mistaken for a finished one
     assert _sweep(out, "--seeds", "1", "--set", "lr=0.25", scheduler=scheduler) == 0
     assert len(list(out.glob("*.json"))) == 3
-    df = sweeps.load(out)
+    df = records.load(out)
     assert sorted(df["seed"]) == [0, 0, 1] and sorted(df["lr"]) == [0.25, 2.0, 2.0]
 
 
@@ -232,30 +232,30 @@ def test_a_failing_run_leaves_no_file(tmp_path, scheduler, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "failed: x=2, seed=0: RuntimeError: x=2 is broken" in err and "on purpose" not in err
     assert sorted(f.name.split("__")[1] for f in out.iterdir()) == ["x=1", "x=3"]  # no x=2, no temp
-    df = sweeps.load(out)                            # the metric "x" does not hide the field x
+    df = records.load(out)                            # the metric "x" does not hide the field x
     assert list(df["x"]) == [1, 3] and list(df["metric.x"]) == [1.0, 3.0]
 
 
 def test_write_json_is_atomic(tmp_path, monkeypatch):
     path = tmp_path / "r.json"
     with pytest.raises(TypeError):
-        sweeps.write_json(path, {"a": 1, "b": object()})
+        records.write(path, {"a": 1, "b": object()})
     assert list(tmp_path.iterdir()) == []
-    sweeps.write_json(path, {"a": 1})
+    records.write(path, {"a": 1})
 
     def broken(fd):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "fsync", broken)
     with pytest.raises(OSError, match="disk full"):
-        sweeps.write_json(path, {"a": 2})
+        records.write(path, {"a": 2})
     assert list(tmp_path.iterdir()) == [path] and json.loads(path.read_text()) == {"a": 1}
 
 
 def test_load_rejects_foreign_json(tmp_path):
     (tmp_path / "other.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="other.json is not a revlib record"):
-        sweeps.load(tmp_path)
+        records.load(tmp_path)
 
 
 # ---------------------------------------------------------------- devices
@@ -298,7 +298,7 @@ def test_train_puts_minibatch_indices_on_the_parameters_device():
         return (p * p).sum(-1)
 
     train([p], loss, TrainConfig(steps=2, lr=0.1, optimizer="sgd", batch_size=2, eval_points=2),
-          {}, n_train=4, n_seeds=2)
+          n_train=4, n_seeds=2)
     assert seen == ["meta", "meta"]
 
 
@@ -306,26 +306,26 @@ def test_config_of_and_stored_at_rerun_a_stored_record(tmp_path):
     fields = dict(TINY_FIELDS)
     for seed in (0, 1):
         rec = sweeps.record("bilinear", {**fields, "seed": seed, "n_seeds": 1})
-        sweeps.write_json(tmp_path / f"seed{seed}.json", rec)
-    df = sweeps.load(tmp_path, curves=True)
-    cfg = sweeps.config_of(df.iloc[0], n_seeds=1, seed=int(df.iloc[0]["seed"]))
+        records.write(tmp_path / f"seed{seed}.json", rec)
+    df = records.load(tmp_path, curves=True)
+    cfg = records.config_of(df.iloc[0], n_seeds=1, seed=int(df.iloc[0]["seed"]))
     assert cfg == sweeps.make_config("bilinear", {**fields, "seed": 0, "n_seeds": 1})
     step = int(df.iloc[0]["curve.steps"][1])
     # a stored seed gets its own value and no spread; another seed the median and the range
-    value, spread = sweeps.stored_at(df, "train_loss", step, seed=1)
+    value, spread = records.stored_at(df, "train_loss", step, seed=1)
     assert spread == 0 and value == df[df.seed == 1]["curve.train_loss"].iloc[0][1]
     both = np.array([c[1] for c in df["curve.train_loss"]])
-    assert sweeps.stored_at(df, "train_loss", step, seed=99) == (np.median(both), np.ptp(both))
+    assert records.stored_at(df, "train_loss", step, seed=99) == (np.median(both), np.ptp(both))
     with pytest.raises(ValueError, match="step must be one of the stored evaluation steps"):
-        sweeps.stored_at(df, "train_loss", step + 1, seed=1)
+        records.stored_at(df, "train_loss", step + 1, seed=1)
     # a live re-run of seed 0's first `step` steps is what the record holds, to the last digit
-    live = bilinear.run(sweeps.config_of(df.iloc[0], steps=step, eval_points=2, seed=0, n_seeds=1))
-    (name, got, ref, allowed), = sweeps.live_against_stored(df, live, ["train_loss"], step, 0, 0.01)
+    live = bilinear.run(records.config_of(df.iloc[0], steps=step, eval_points=2, seed=0, n_seeds=1))
+    (name, got, ref, allowed), = records.live_against_stored(df, live, ["train_loss"], step, 0, 0.01)
     assert name == "train_loss" and allowed == 0.01 and got == pytest.approx(ref, abs=1e-6)
-    (_, _, ref99, allowed99), = sweeps.live_against_stored(df, live, ["train_loss"], step, 99, 0.01)
+    (_, _, ref99, allowed99), = records.live_against_stored(df, live, ["train_loss"], step, 99, 0.01)
     assert (ref99, allowed99) == (np.median(both), 0.01 + np.ptp(both))
     with pytest.raises(ValueError, match="tol"):
-        sweeps.live_against_stored(df, live, ["train_loss"], step, 0, -1.0)
+        records.live_against_stored(df, live, ["train_loss"], step, 0, -1.0)
 
 
 # ---------------------------------------------------------------- extras
@@ -342,8 +342,8 @@ def test_extras_keep_plain_data_and_leave_out_models_and_big_arrays():
         model: object
         loss: float
 
-    ex = sweeps._extras(Result({"p": {0: np.array([0.5, np.nan])}}, [1, 4], 12,
-                               np.zeros(sweeps.MAX_EXTRA + 1), object(), float("inf")))
+    ex = records.extras(Result({"p": {0: np.array([0.5, np.nan])}}, [1, 4], 12,
+                               np.zeros(records.MAX_EXTRA + 1), object(), float("inf")))
     assert ex == {"ablation": {"p": {"0": [0.5, None]}}, "ranks": [1, 4], "n_params": 12,
                   "loss": None}
 
@@ -366,7 +366,7 @@ def test_load_gives_the_steps_of_every_history(tmp_path):
                                          "curves": {"bigram_excess": [[1.0, 0.5]]}}},
            "extras": {"n_params": [64]}}
     (tmp_path / "r.json").write_text(json.dumps(rec))
-    row = sweeps.load(tmp_path, curves=True).iloc[0]
+    row = records.load(tmp_path, curves=True).iloc[0]
     np.testing.assert_array_equal(row["curve.histories.0.steps"], [0, 10])
     np.testing.assert_array_equal(row["curve.histories.0.bigram_excess"], [1.0, 0.5])
     assert "curve.steps" not in row.index and row["extras"] == {"n_params": [64]}

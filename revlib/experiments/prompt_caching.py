@@ -425,6 +425,7 @@ def main(argv=None) -> None:
     re-checks live (:data:`LIVE_CHECK` at :data:`LIVE_STEPS`)."""
     import argparse
 
+    from revlib import records as rec_io
     from revlib import sweeps
 
     ap = argparse.ArgumentParser(description=main.__doc__)
@@ -435,7 +436,7 @@ def main(argv=None) -> None:
     if not args.check:
         records = [sweeps.record("prompt_caching", {"model": m, **STORED_LAYERS})
                    for m in args.models.split(",")]
-        sweeps.write_json(args.out, {"records": records})
+        rec_io.write(args.out, {"records": records})
         return
     check = dict(LIVE_CHECK)
     by_steps, cpu = {}, 0.0
@@ -443,10 +444,10 @@ def main(argv=None) -> None:
         rec = sweeps.record("prompt_caching", {**check, "steps": steps})
         by_steps[str(steps)] = rec["extras"]["tuned"][check["losses"][0]][0]["auc_hard"]
         cpu += rec["cpu_seconds"]
-    check = sweeps._plain(check)
+    check = rec_io.plain(check)
     check["stored_auc_hard_by_steps"] = by_steps
     check["cpu_seconds"] = round(cpu, 1)
-    sweeps.write_json(args.out, {"live_check": check})
+    rec_io.write(args.out, {"live_check": check})
 
 
 if __name__ == "__main__":
