@@ -112,16 +112,18 @@ def _batches(n_train: int, batch_size: int, gens: list[torch.Generator]):
 def train(params: list[torch.nn.Parameter] | torch.nn.Module,
           loss_fn: Callable[[torch.Tensor | None], torch.Tensor],
           cfg: TrainConfig,
-          evals: Mapping[str, Callable[[], torch.Tensor]],
+          evaluate: Callable[[], Mapping[str, torch.Tensor]] | None = None,
           n_train: int = 0,
           n_seeds: int = 1,
           batch_seeds: list[int] | None = None) -> History:
-    """Optimise ``params`` for ``cfg.steps`` steps and record ``evals`` along the way.
+    """Optimise ``params`` for ``cfg.steps`` steps and record ``evaluate()`` on the way.
 
     ``loss_fn(idx)`` returns the per-seed training loss ``[S]``; ``idx`` is ``None`` for a
     full batch, else the per-seed example indices ``[S, batch_size]``, on the device of
-    ``params`` (drawn on the CPU, so a seed sees the same minibatches on every device). Each
-    eval returns a tensor ``[S]`` and runs under ``torch.no_grad()``.
+    ``params`` (drawn on the CPU, so a seed sees the same minibatches on every device).
+    ``evaluate()`` runs once per evaluation point, under ``torch.no_grad()``, and
+    returns every metric at once, ``{name: Tensor[S]}``, the same names each time
+    (their order is that of ``History.values``); ``None``: nothing is recorded.
     """
     if isinstance(params, torch.nn.Module):
         params = [p for p in params.parameters() if p.requires_grad]
@@ -136,12 +138,19 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
     batches = None if cfg.optimizer == "gd" else _batches(
         n_train, cfg.batch_size, [torch.Generator().manual_seed(s) for s in batch_seeds])
     eval_steps = cfg.eval_steps()
-    records: dict[str, list[np.ndarray]] = {name: [] for name in evals}
+    records: dict[str, list[np.ndarray]] | None = None
 
     def record():
+        nonlocal records
         with torch.no_grad():
-            for name, fn in evals.items():
-                records[name].append(fn().detach().double().cpu().numpy().reshape(n_seeds))
+            values = {} if evaluate is None else dict(evaluate())
+        if records is None:
+            records = {name: [] for name in values}
+        elif list(values) != list(records):
+            raise ValueError("evaluate must return the same names at every "
+                             f"evaluation, got {list(values)} after {list(records)}")
+        for name, v in values.items():
+            records[name].append(v.detach().double().cpu().numpy().reshape(n_seeds))
 
     next_eval = 0
     for step in range(cfg.steps + 1):
@@ -159,4 +168,4 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
         loss.sum().backward()
         opt.step()
     return History(steps=eval_steps, lr=cfg.lr,
-                   values={k: np.stack(v) for k, v in records.items()})
+                   values={k: np.stack(v) for k, v in (records or {}).items()})

@@ -21,7 +21,7 @@ def test_gd_matches_closed_form():
     targets = torch.tensor([[1.0, 3.0], [-2.0, 0.0]])
     w, loss = _quadratic(2, targets)
     cfg = TrainConfig(steps=10, lr=0.1, eval_points=11)
-    hist = train([w], loss, cfg, evals={"w": lambda: w.clone()}, n_seeds=2)
+    hist = train([w], loss, cfg, evaluate=lambda: {"w": w.clone()}, n_seeds=2)
     mean = targets.mean(dim=1).numpy()
     expected = mean[None, :] * (1 - 0.8 ** np.arange(11))[:, None]
     np.testing.assert_allclose(hist["w"], expected, rtol=1e-5, atol=1e-6)
@@ -32,10 +32,10 @@ def test_seeds_in_a_batch_do_not_interact():
     targets = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
     cfg = TrainConfig(steps=20, lr=0.05, optimizer="adam", batch_size=2, eval_points=5)
     w, loss = _quadratic(3, targets)
-    together = train([w], loss, cfg, evals={"w": lambda: w.clone()}, n_train=8, n_seeds=3,
+    together = train([w], loss, cfg, lambda: {"w": w.clone()}, n_train=8, n_seeds=3,
                      batch_seeds=[10, 11, 12])
     w1, loss1 = _quadratic(1, targets[1:2])
-    alone = train([w1], loss1, cfg, evals={"w": lambda: w1.clone()}, n_train=8, n_seeds=1,
+    alone = train([w1], loss1, cfg, lambda: {"w": w1.clone()}, n_train=8, n_seeds=1,
                   batch_seeds=[11])
     np.testing.assert_allclose(together["w"][:, 1], alone["w"][:, 0], rtol=1e-6)
 
@@ -48,9 +48,32 @@ def test_minibatches_cover_each_epoch_without_replacement():
         seen.append(idx[0].tolist())
         return (w ** 2).sum()[None]
 
-    train([w], loss, TrainConfig(steps=3, lr=0.1, optimizer="sgd", batch_size=2), evals={},
+    train([w], loss, TrainConfig(steps=3, lr=0.1, optimizer="sgd", batch_size=2),
           n_train=6, n_seeds=1)
     assert sorted(sum(seen, [])) == list(range(6))
+
+
+def test_evaluate_runs_once_per_evaluation_point():
+    w = torch.nn.Parameter(torch.zeros(1))
+    calls = []
+
+    def evaluate():
+        calls.append(w.item())
+        return {"b": w.clone(), "a": 2 * w.clone()}
+
+    cfg = TrainConfig(steps=4, lr=0.1, eval_points=3)
+    hist = train([w], lambda idx: ((w - 1) ** 2), cfg, evaluate, n_seeds=1)
+    assert len(calls) == len(cfg.eval_steps()) == 3
+    assert list(hist.values) == ["b", "a"]  # the order evaluate returns them in
+    np.testing.assert_allclose(hist["a"], 2 * hist["b"])
+
+
+def test_evaluate_must_return_the_same_names_each_time():
+    w = torch.nn.Parameter(torch.zeros(1))
+    names = iter([{"a": w.clone()}, {"b": w.clone()}])
+    with pytest.raises(ValueError, match="same names"):
+        train([w], lambda idx: w ** 2, TrainConfig(steps=2, lr=0.1, eval_points=2),
+              lambda: next(names), n_seeds=1)
 
 
 def test_log_spaced_eval_steps_include_both_ends():
@@ -76,4 +99,4 @@ def test_train_config_errors_name_the_field(kwargs, field):
 def test_loss_of_wrong_shape_is_reported():
     w = torch.nn.Parameter(torch.zeros(2))
     with pytest.raises(ValueError, match="one loss per seed"):
-        train([w], lambda idx: w.sum(), TrainConfig(steps=1, lr=0.1), evals={}, n_seeds=2)
+        train([w], lambda idx: w.sum(), TrainConfig(steps=1, lr=0.1), n_seeds=2)

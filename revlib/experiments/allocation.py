@@ -142,20 +142,15 @@ def run(config: Config) -> Result:
             return F.cross_entropy(logits.flatten(0, 2), batch.y.flatten(),
                                    reduction="none").view(batch.y.shape).mean(dim=(1, 2))
 
-        cache: dict[str, torch.Tensor] = {}
+        def evaluate(model=model):
+            logits = model(test.x).flatten(0, 2).double()
+            nll = F.cross_entropy(logits, test.y.flatten(),
+                                  reduction="none").view(test.y.shape)
+            excess = nll - bayes
+            return {"bigram_excess": _mean(excess, background),
+                    "recall_excess": _mean(excess, recall)}
 
-        def evaluate(name, model=model, cache=cache):
-            if name == "bigram_excess":
-                nll = F.cross_entropy(model(test.x).flatten(0, 2).double(), test.y.flatten(),
-                                      reduction="none").view(test.y.shape)
-                excess = nll - bayes
-                cache["bigram_excess"] = _mean(excess, background)
-                cache["recall_excess"] = _mean(excess, recall)
-            return cache[name]
-
-        histories.append(train(model, loss, config.train_config(),
-                               evals={n: (lambda n=n: evaluate(n))
-                                      for n in ("bigram_excess", "recall_excess")},
+        histories.append(train(model, loss, config.train_config(), evaluate,
                                n_train=pool.x.shape[1], n_seeds=S,
                                batch_seeds=[s + 104_729 for s in config.seeds]))
     return Result(config=config, n_params=np.array(n_params), mlp_params=np.array(mlp_params),

@@ -179,15 +179,11 @@ def run(config: Config) -> Result:
         def probe_correct():
             return predict_rank(probes, P)
 
-    cache = {}
+    def evaluate():
+        return {"train_acc": train_acc(), **_group_means(probe_correct(), task.reverse)}
 
-    def probes_all():
-        cache.update(_group_means(probe_correct(), task.reverse))
-        return cache["probe_acc"]
-
-    evals = {"train_acc": train_acc, "probe_acc": probes_all,
-             "forward_acc": lambda: cache["forward_acc"], "reverse_acc": lambda: cache["reverse_acc"]}
-    history = train(model, loss, config.train_config(), evals, n_train=train_seqs.shape[1],
+    history = train(model, loss, config.train_config(), evaluate,
+                    n_train=train_seqs.shape[1],
                     n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
     with torch.no_grad():
         final = probe_correct().numpy()

@@ -138,8 +138,8 @@ def run(config: Config) -> Result:
 
     history = train(
         model, loss, config.train_config(),
-        evals={"train_loss": lambda: model.loss(vocab, task.train_in, task.train_out),
-               "reverse_loss": lambda: model.loss(vocab, task.heldout_in, task.heldout_out)},
+        lambda: {"train_loss": model.loss(vocab, task.train_in, task.train_out),
+                 "reverse_loss": model.loss(vocab, task.heldout_in, task.heldout_out)},
         n_train=task.n_train, n_seeds=S, batch_seeds=[s + 104_729 for s in config.seeds])
     with torch.no_grad():
         theta = model.theta

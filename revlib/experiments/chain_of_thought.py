@@ -150,7 +150,8 @@ def _evaluate(logits, task: ChainTask, history: History) -> ModelResult:
                        two_step_acc=two.numpy(), direct_acc=direct.numpy())
 
 
-def _evals(logits, task: ChainTask, extra=None):
+def _evaluator(logits, task: ChainTask, extra=None):
+    """The one evaluation of a model: ``{name: [S]}`` (plus ``extra()``'s metrics)."""
     a, b, c, k = task.a, task.b, task.c, task.n_heldout
 
     def p(ent, rel, ans):
@@ -159,12 +160,14 @@ def _evals(logits, task: ChainTask, extra=None):
     def nll_of(seq):
         return nll(_seq_logits(logits, seq), seq[..., 2]).mean(1)
 
-    evals = {"p_AB": lambda: p(a, DIRECT, b).mean(1), "p_BC": lambda: p(b, DIRECT, c).mean(1),
-             "p_AC_train": lambda: p(a[:, k:], INDIRECT, c[:, k:]).mean(1),
-             "p_AC_heldout": lambda: p(a[:, :k], INDIRECT, c[:, :k]).mean(1),
-             "nll_train": lambda: nll_of(task.train), "nll_heldout": lambda: nll_of(task.heldout)}
-    evals.update(extra or {})
-    return evals
+    def evaluate():
+        return {"p_AB": p(a, DIRECT, b).mean(1), "p_BC": p(b, DIRECT, c).mean(1),
+                "p_AC_train": p(a[:, k:], INDIRECT, c[:, k:]).mean(1),
+                "p_AC_heldout": p(a[:, :k], INDIRECT, c[:, :k]).mean(1),
+                "nll_train": nll_of(task.train), "nll_heldout": nll_of(task.heldout),
+                **(extra() if extra else {})}
+
+    return evaluate
 
 
 def _seq_logits(logits, seq: torch.Tensor) -> torch.Tensor:
@@ -196,8 +199,8 @@ def run(config: Config) -> Result:
     rhist = train(reparam, lambda idx: config._loss(
                       nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1)),
                   config.train_config(),
-                  evals=_evals(rlog, task, {"Y_AC_heldout": lambda: reparam.Y[s, task.a[:, :k],
-                                                                              task.c[:, :k]].amax(1)}),
+                  _evaluator(rlog, task, lambda: {"Y_AC_heldout": reparam.Y[
+                      s, task.a[:, :k], task.c[:, :k]].amax(1)}),
                   n_seeds=S)
     reparam_res = _evaluate(rlog, task, rhist)
 
@@ -212,7 +215,7 @@ def run(config: Config) -> Result:
         return config._loss(nll(_seq_logits(tlog, seq), seq[..., 2]).mean(1))
 
     thist = train(tf, tf_loss, config.tf_train_config(task.n_train, config.epochs),
-                  evals=_evals(tlog, task), n_train=task.n_train, n_seeds=S,
+                  _evaluator(tlog, task), n_train=task.n_train, n_seeds=S,
                   batch_seeds=[x + 104_729 for x in config.seeds])
     tf.eval()
     tf_res = _evaluate(tlog, task, thist)
@@ -231,10 +234,11 @@ def run(config: Config) -> Result:
 
         related = train(
             rel, rel_loss, config.tf_train_config(rtask.n_train, config.related_epochs),
-            evals={"word_nll_train": lambda: _related_nll(rel, rtask.train).mean(1),
-                   "word_nll_heldout": lambda: _related_nll(rel, rtask.heldout).mean(1),
-                   "first_nll_heldout": lambda: _related_nll(rel, rtask.heldout, True).mean(1),
-                   "word_nll_heldout_max": lambda: _related_nll(rel, rtask.heldout).amax(1)},
+            lambda: {"word_nll_train": _related_nll(rel, rtask.train).mean(1),
+                     "word_nll_heldout": _related_nll(rel, rtask.heldout).mean(1),
+                     "first_nll_heldout":
+                         _related_nll(rel, rtask.heldout, True).mean(1),
+                     "word_nll_heldout_max": _related_nll(rel, rtask.heldout).amax(1)},
             n_train=rtask.n_train, n_seeds=S, batch_seeds=[x + 7 for x in config.seeds])
     return Result(config=config, task=task, reparam=reparam_res, transformer=tf_res,
                   reparam_Y_AC_heldout=rhist["Y_AC_heldout"], related=related, related_task=rtask)

@@ -164,21 +164,16 @@ def run(config: Config) -> Result:
         batch = pool.select(idx)
         return answer_loss(model(batch.x), batch.y, batch.mask)
 
-    cache: dict[str, torch.Tensor] = {}
+    def evaluate():
+        out = dict(recall_metrics(model, clean))
+        out.update({f"{k}_noff2": v for k, v in
+                    recall_metrics(model, clean, ff_off={1}).items()})
+        out.update(attention_split(model, noisy))
+        out["ff2_margin"] = ff2_trigger_margin(model)
+        out["train_p_tau"] = recall_metrics(model, noisy)["p_tau"]
+        return {name: out[name] for name in METRICS}
 
-    def evaluate(name):
-        if name == METRICS[0]:  # the first metric of an evaluation recomputes them all
-            cache.clear()
-            cache.update(recall_metrics(model, clean))
-            cache.update({f"{k}_noff2": v for k, v in
-                          recall_metrics(model, clean, ff_off={1}).items()})
-            cache.update(attention_split(model, noisy))
-            cache["ff2_margin"] = ff2_trigger_margin(model)
-            cache["train_p_tau"] = recall_metrics(model, noisy)["p_tau"]
-        return cache[name]
-
-    history = train(model, loss, config.train_config(),
-                    evals={name: (lambda n=name: evaluate(n)) for name in METRICS},
+    history = train(model, loss, config.train_config(), evaluate,
                     n_train=pool.x.shape[1], n_seeds=S,
                     batch_seeds=[s + 104_729 for s in config.seeds])
     weight = ff2_weight(model)

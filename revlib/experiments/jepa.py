@@ -142,21 +142,20 @@ def run(config: Config) -> Result:
         pred, c = model(tr[0][seeds_ix, idx], tr[1][seeds_ix, idx])
         return infonce_loss(pred, c)
 
-    evals = {}
-    for k in SPLITS:
-        p, last, gold = (t[:, :config.n_eval] for t in data[k])
-        cache = {}
+    evaluated = {k: [t[:, :config.n_eval] for t in data[k]] for k in SPLITS}
 
-        def both(p=p, last=last, gold=gold, cache=cache):
+    def evaluate():
+        out = {}
+        for k, (p, last, gold) in evaluated.items():
             scores = _scores(model, task, p, last)                                  # [S, N, E]
             g = scores.gather(-1, gold[..., None])
             rank = (scores > g).sum(-1) + 1
-            cache["mrr"] = (1.0 / rank.float()).mean(-1)
-            return (rank == 1).float().mean(-1)
+            out[f"{k}_acc"] = (rank == 1).float().mean(-1)
+            out[f"{k}_mrr"] = (1.0 / rank.float()).mean(-1)
+        return out
 
-        evals[f"{k}_acc"] = both
-        evals[f"{k}_mrr"] = lambda cache=cache: cache["mrr"]
-    history = train(model, loss, config.train_config(), evals, n_train=tr[0].shape[1],
+    history = train(model, loss, config.train_config(), evaluate,
+                    n_train=tr[0].shape[1],
                     n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
     return Result(config=config, task=task, model=model, history=history)
 

@@ -193,7 +193,7 @@ def run(config: Config) -> Result:
         return out * 0.0 if config.no_training else out
 
     history = train(model, loss, config.train_config(),
-                    evals={"train_nll": lambda: nll(data.train), "val_nll": lambda: nll(data.val)},
+                    lambda: {"train_nll": nll(data.train), "val_nll": nll(data.val)},
                     n_train=data.n_train, n_seeds=S,
                     batch_seeds=[s + 15_485_863 for s in config.seeds])
     result = Result(config=config, history=history, n_params=model.n_params())

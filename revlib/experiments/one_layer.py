@@ -106,25 +106,26 @@ class Result:
         return {"forward": Ys[np.ix_(a, b)], "backward": Ys[np.ix_(b, a)]}
 
 
-def _evals(model, task: ReversalTask, Y_of):
+def _evaluate(model, task: ReversalTask, Y_of, extra=None):
+    """The one evaluation of a model: ``{name: [S]}``, plus ``extra()``'s metrics."""
     n, k = task.a.shape[1], task.n_heldout
     s = torch.arange(task.n_seeds)[:, None]
 
     def p_of(ctx, query, target):
         return torch.exp(-nll(model(ctx, query), target))
 
-    def train_p():
-        return p_of(task.train_ctx, task.train_query, task.train_target)
+    def evaluate():
+        train_p = p_of(task.train_ctx, task.train_query, task.train_target)
+        heldout_p = p_of(task.heldout_ctx, task.heldout_query, task.heldout_target)
+        Y = Y_of()
+        return {"forward_p": train_p[:, :n].mean(dim=1),
+                "backward_p": train_p[:, n:].mean(dim=1),
+                "heldout_p": heldout_p.mean(1), "heldout_p_max": heldout_p.amax(1),
+                "Y_AB": Y[s, task.a, task.b].mean(dim=1),
+                "Y_BA_heldout": Y[s, task.b[:, :k], task.a[:, :k]].abs().amax(dim=1),
+                **(extra() if extra else {})}
 
-    return {
-        "forward_p": lambda: train_p()[:, :n].mean(dim=1),
-        "backward_p": lambda: train_p()[:, n:].mean(dim=1),
-        "heldout_p": lambda: p_of(task.heldout_ctx, task.heldout_query, task.heldout_target).mean(1),
-        "heldout_p_max": lambda: p_of(task.heldout_ctx, task.heldout_query,
-                                      task.heldout_target).amax(1),
-        "Y_AB": lambda: Y_of()[s, task.a, task.b].mean(dim=1),
-        "Y_BA_heldout": lambda: Y_of()[s, task.b[:, :k], task.a[:, :k]].abs().amax(dim=1),
-    }
+    return evaluate
 
 
 def _controlled(task: ReversalTask, config: Config) -> ReversalTask:
@@ -154,11 +155,11 @@ def run(config: Config) -> Result:
 
     reparam = Reparam(S, config.M)
     history = train(reparam, loss_of(reparam), config.train_config(),
-                    evals=_evals(reparam, task, lambda: reparam.Y), n_seeds=S)
+                    _evaluate(reparam, task, lambda: reparam.Y), n_seeds=S)
     tf = OneLayer(S, config.M, config.d, config.embedding, config.init_std, seed=config.seed)
     Z0 = tf.effective_Z().detach().clone()
     tf_history = train(tf, loss_of(tf), config.tf_train_config(),
-                       evals=_evals(tf, task, tf.effective_Y), n_seeds=S)
+                       _evaluate(tf, task, tf.effective_Y), n_seeds=S)
     with torch.no_grad():
         Z_change = (tf.effective_Z() - Z0).abs().amax(dim=(1, 2))
         return Result(config=config, task=task, history=history, tf_history=tf_history,
@@ -191,10 +192,13 @@ def run_typed(config: Config) -> TypedResult:
         scores = model.Z[s2, task.train_query[..., None], task.train_ctx]  # [S, N, 2]
         return torch.softmax(scores, dim=-1)[..., 0].mean(dim=1)
 
-    evals = _evals(model, task, lambda: model.Y)
-    evals["attention_unique"] = attention_unique
-    evals["Z_BA_heldout"] = lambda: model.Z[s1, task.heldout_query, task.b[:, :k]].abs().amax(1)
+    def extra():
+        return {"attention_unique": attention_unique(),
+                "Z_BA_heldout":
+                    model.Z[s1, task.heldout_query, task.b[:, :k]].abs().amax(1)}
+
     cfg = TrainConfig(steps=config.steps, lr=config.lr, eval_points=config.eval_points,
                       eval_spacing="log")
-    history = train(model, _loss_of(model, task, config), cfg, evals=evals, n_seeds=S)
+    history = train(model, _loss_of(model, task, config), cfg,
+                    _evaluate(model, task, lambda: model.Y, extra), n_seeds=S)
     return TypedResult(config=config, task=task, history=history)

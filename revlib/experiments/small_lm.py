@@ -126,17 +126,10 @@ def run(config: Config) -> Result:
     def loss(idx):
         return token_loss(pool.select(idx))
 
-    cache: dict[str, torch.Tensor] = {}
+    def evaluate():
+        return {**answer_probs(model, clean), "loss": token_loss(noisy)}
 
-    def evaluate(name):
-        if name == METRICS[0]:
-            cache.clear()
-            cache.update(answer_probs(model, clean))
-            cache["loss"] = token_loss(noisy)
-        return cache[name]
-
-    history = train(model, loss, config.train_config(),
-                    evals={n: (lambda n=n: evaluate(n)) for n in METRICS},
+    history = train(model, loss, config.train_config(), evaluate,
                     n_train=pool.x.shape[1], n_seeds=S,
                     batch_seeds=[s + 104_729 for s in config.seeds])
     L = config.n_layer

@@ -118,17 +118,14 @@ def run(config: Config) -> Result:
         x = train_seqs[seeds_ix, idx]
         return answer_loss(model(x[..., :-1]), x[..., 1:], _target_mask(S, x.shape[1], L))
 
-    evals = {}
-    for k in SPLITS:
-        sub = seqs[k][:, :config.n_eval]
-        cache = {}
+    def evaluate():
+        out = {}
+        for k in SPLITS:
+            acc, mrr = metrics(model, seqs[k][:, :config.n_eval], L, task.n_name_tokens)
+            out[f"{k}_acc"], out[f"{k}_mrr"] = acc, mrr
+        return out
 
-        def both(sub=sub, cache=cache):
-            cache["v"] = metrics(model, sub, L, task.n_name_tokens)
-            return cache["v"][0]
-
-        evals[f"{k}_acc"] = both
-        evals[f"{k}_mrr"] = lambda cache=cache: cache["v"][1]
-    history = train(model, loss, config.train_config(), evals, n_train=train_seqs.shape[1],
+    history = train(model, loss, config.train_config(), evaluate,
+                    n_train=train_seqs.shape[1],
                     n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
     return Result(config=config, task=task, model=model, history=history)
