@@ -69,7 +69,7 @@ def verdict_of(rec: dict) -> str:
     if rec["kind"] == "precondition":
         return "precondition " + ("met" if rec["outcome"] == "holds" else "not met")
     if rec["outcome"] == "untested":
-        return "untested (not fitted at this budget)"
+        return f"untested ({rec.get('unmet') or 'not fitted at this budget'})"
     if rec["outcome"] != "holds":
         return "FAILS in the stored run"
     return rec["verdict"]

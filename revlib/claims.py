@@ -67,6 +67,9 @@ def mode() -> str:
     return value
 
 
+UNMET = "not fitted at this budget"  # why a claim is untested, unless its precondition says
+
+
 @dataclass
 class Record:
     """One checked claim, precondition or identity, as stored in the ledger."""
@@ -86,6 +89,7 @@ class Record:
     controls: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
     cell: str = ""            # HTML anchor of the printed line
+    unmet: str = ""           # why untested (a claim), or the reason a precondition gives
 
 
 def _as_values(values) -> np.ndarray:
@@ -162,8 +166,7 @@ class Ledger:
         values = report.approx(rec.values if len(rec.values) > 1 else rec.values[0], rec.tol)
         test = _test_text(rec.above, rec.below)
         if rec.outcome == "untested":
-            missing = ", ".join(r for r in rec.requires if not self._held(r))
-            return f"[{label} {rec.id}] {rec.sentence}: {values}; untested ({missing} did not hold: not fitted at this budget)"
+            return f"[{label} {rec.id}] {rec.sentence}: {values}; untested ({rec.unmet})"
         margin = report.approx(rec.margin, rec.tol) if math.isfinite(rec.margin) else "-inf"
         verdict = rec.outcome
         if self.control != "none":
@@ -198,8 +201,11 @@ class Ledger:
                 raise ValueError(f"claim {id!r} names control {c!r}; declared: {sorted(self.controls)}")
         arr = _as_values(values)
         margin = margin_of(arr, above, below)
+        unmet = ""
         if requires and not all(self._held(r) for r in requires):
             outcome, margin = "untested", math.nan
+            unmet = "; ".join(f"{r} did not hold: {self.records[r].unmet or UNMET}"
+                              for r in requires if not self._held(r))
         else:
             outcome = "holds" if margin > 0 else "fails"
         if self.control == "none":
@@ -211,7 +217,7 @@ class Ledger:
         return Record(id=id, kind=kind, sentence=sentence, values=[float(v) for v in arr],
                       above=above, below=below, tol=float(tol), margin=margin, outcome=outcome,
                       expected=expected, paper=str(paper), verdict=verdict,
-                      controls=list(controls), requires=list(requires))
+                      controls=list(controls), requires=list(requires), unmet=unmet)
 
     def check(self, id: str, sentence: str, values, *, above: float | None = None,
               below: float | None = None, tol: float, paper="unknown",
@@ -231,12 +237,16 @@ class Ledger:
         return rec.outcome == "holds"
 
     def precondition(self, id: str, sentence: str, values, *, above: float | None = None,
-                     below: float | None = None, tol: float) -> bool:
+                     below: float | None = None, tol: float, unmet: str = "") -> bool:
         """A condition the claims after it need (the training facts are fitted). Reported apart
-        from them: when it fails, the claims that require it read "untested"; it never raises
-        by itself (a stored output that said it held makes nbval catch the change)."""
-        rec = self._record(self._judge("precondition", id, sentence, values, above, below, tol,
-                                       "unknown", "reproduced", (), ()), "precondition")
+        from them: when it fails, the claims that require it read "untested" with ``unmet`` as
+        the reason (default: "not fitted at this budget"; e.g. "the model is not installed");
+        it never raises by itself (a stored output that said it held makes nbval catch the
+        change)."""
+        judged = self._judge("precondition", id, sentence, values, above, below, tol,
+                             "unknown", "reproduced", (), ())
+        judged.unmet = str(unmet)
+        rec = self._record(judged, "precondition")
         rec.expected = "any"
         return rec.outcome == "holds"
 

@@ -162,6 +162,9 @@ def report(results: list[dict], paths: list[Path]) -> str:
                 continue
             tag = "other" if r["env"] else f"seed {r['seed']}"
             for c in r["cells"]:
+                if c["index"] >= len(stored):  # the marker cell of a run that did not finish
+                    lines.append(f"  {Path(nbname).stem} ({tag}): did not finish: {c['error']}")
+                    continue
                 ref = stored[c["index"]]
                 ref_text = "".join(o.get("text", "") if o.output_type == "stream" else
                                    o.get("data", {}).get("text/plain", "")

@@ -62,6 +62,13 @@ def test_an_unmet_precondition_leaves_its_claims_untested(monkeypatch):
     assert not led.check("a", "s", [0.0], above=0.9, tol=0.02, controls=("reverse_in_training",),
                          requires=("fit",))  # would fail, but is untested: no raise
     assert led.records["a"].outcome == "untested"
+    assert led.records["a"].unmet == "fit did not hold: not fitted at this budget"
+    # a precondition that is not about fitting gives its own reason (a missing model)
+    assert not led.precondition("model", "loads", [0.0], above=0.5, tol=0.1,
+                                unmet="the model is not installed")
+    led.check("b", "s", [float("nan")], above=0.9, tol=0.02,
+              controls=("reverse_in_training",), requires=("model",))
+    assert led.records["b"].unmet == "model did not hold: the model is not installed"
     with pytest.raises(ValueError, match="has not checked yet"):
         led.check("c", "s", [1.0], above=0.9, tol=0.02, controls=("reverse_in_training",),
                   requires=("nope",))

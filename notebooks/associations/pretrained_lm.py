@@ -55,7 +55,7 @@ LIVE_LAYERS = "27-29"    # layers swept live (SmolLM2 has 30: 0-29); stored swee
 FIRST_LAYER = 0          # the layer of section 4 (truncation where it hurts)
 RANK_FRACS = (0.5, 0.1, 0.01, 0.0)  # fractions rho of min(m, n) = 576 kept; 0: no MLP
 MATRICES = ("up_proj", "down_proj")  # MLP input (1536 x 576) and output (576 x 1536)
-SWEEP_FILE = "../../data/lm_laser_sweep.json"  # made by python -m revlib.lm SWEEP_FILE
+SWEEP_FILE = "../../data/lm_laser_sweep.json"  # a record: revlib run pretrained_lm
 CONTROL = "none"  # a control run, one of the ledger's controls (scripts/check-claims)
 
 # %%
@@ -84,7 +84,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from revlib import lm, plot
+from revlib import plot
+from revlib.data import probe_prompts
+from revlib.experiments import pretrained_lm as lm
+from revlib.models import smollm
 from revlib.report import approx
 
 # Tolerances of the printed numbers: the largest move across IOI name samples (SEED) and
@@ -92,9 +95,10 @@ from revlib.report import approx
 TOL_P, TOL_LOGODDS, TOL_ACC = 0.05, 0.5, 0.1
 
 plot.set_theme()
-MODEL_OK, why = lm.available()
+MODEL_OK, why = smollm.available()
 model_ok = ledger.precondition("model", "the offline model SmolLM2-135M-Instruct loads",
-                               float(MODEL_OK), above=0.5, tol=0.1)
+                               float(MODEL_OK), above=0.5, tol=0.1,
+                               unmet="the model is not installed (see the message below)")
 
 
 def check(id, sentence, value, **kw):
@@ -104,13 +108,13 @@ def check(id, sentence, value, **kw):
 
 
 if MODEL_OK:
-    model, tok, _ = lm.load()  # the first run converts the GGUF to .cache/smollm2
+    model, tok, _ = smollm.load()  # the first run converts the GGUF to .cache/smollm2
     cfg = lm.Config(layers=lm.parse_layers(LIVE_LAYERS), matrices=tuple(MATRICES),
                     rank_fractions=tuple(RANK_FRACS), n_ioi=N_IOI, seed=SEED)
-    factual, ioi = lm.probe_sets(tok, N_IOI, SEED, control=PROMPTS)
+    factual, ioi = probe_prompts.probe_sets(tok, N_IOI, SEED, control=PROMPTS)
     mc = model.config
     n_par = sum(p.numel() for p in model.parameters()) / 1e6
-    print(f"model: {lm.MODEL_NAME}")
+    print(f"model: {smollm.MODEL_NAME}")
     print(f"  {mc.num_hidden_layers} layers, d = {mc.hidden_size}, MLP width "
           f"{mc.intermediate_size}, {n_par:.1f} M parameters")
     print(f"prompts: {len(factual.prompts)} factual, {len(ioi.prompts)} IOI")
@@ -203,9 +207,11 @@ if MODEL_OK:
 # $\log p(\text{correct}) - \log p(\text{" the"})$.
 #
 # The full sweep over layers 15-29 (120 truncated models, about 70 CPU seconds) was run by
-# `python -m revlib.lm data/lm_laser_sweep.json` for the IOI names of seed 0; this notebook
-# loads it for the heat map, re-runs the layers `LIVE_LAYERS` live, checks that the two
-# agree where their prompts are the same, and states the claims on the live run.
+# `python -m revlib run pretrained_lm --set n_ioi=40 --out data/lm_laser_sweep.json` for
+# the IOI names of seed 0 (the converted record of the first run, by `python -m revlib.lm`);
+# this notebook loads it for the heat map, re-runs the layers `LIVE_LAYERS` live, checks
+# that the two agree where their prompts are the same, and states the claims on the live
+# run.
 
 # %%
 if MODEL_OK:
@@ -216,7 +222,7 @@ if MODEL_OK:
             or not set(cfg.layers) <= set(layers):
         raise ValueError(f"the stored sweep ({sw.config}) does not cover this "
                          f"configuration ({cfg}): regenerate it with "
-                         f"python -m revlib.lm {SWEEP_FILE}")
+                         f"python -m revlib run pretrained_lm --out {SWEEP_FILE}")
     live = lm.sweep(model, (factual, ioi), cfg, cache)
 
 # %% tags=["hide-input"]
@@ -351,7 +357,7 @@ check("removal-is-most-of-the-gain",
 
 # %%
 if MODEL_OK:
-    w_rank = min(lm.mlp_weight(model, best_layer, cfg.matrices[0]).shape)
+    w_rank = min(smollm.mlp_weight(model, best_layer, cfg.matrices[0]).shape)
     change = {m: [lm.mlp_output_change(model, factual, best_layer, m, int(r * w_rank))
                   for r in cfg.rank_fractions] for m in cfg.matrices}
 
@@ -388,7 +394,7 @@ if MODEL_OK:
 if MODEL_OK:
     hurt = []
     for rho in (0.5, 0.1):
-        w = lm.mlp_weight(model, FIRST_LAYER, "up_proj")
+        w = smollm.mlp_weight(model, FIRST_LAYER, "up_proj")
         with lm.truncated(model, FIRST_LAYER, "up_proj", int(rho * min(w.shape))):
             s0 = cache.evaluate(FIRST_LAYER)
         f0, i0 = s0["factual"], s0["ioi"]
@@ -417,12 +423,12 @@ check("first-layer-destroys",
 
 # %%
 if MODEL_OK:
-    pythia, message = lm.try_load_pythia("EleutherAI/pythia-160m", "step1000")
+    pythia, message = smollm.try_load_pythia("EleutherAI/pythia-160m", "step1000")
     if pythia is None:
         print("skipped:", message)
     else:
         p_model, p_tok = pythia
-        for ps in lm.probe_sets(p_tok, N_IOI, SEED):
+        for ps in probe_prompts.probe_sets(p_tok, N_IOI, SEED):
             row(ps.name, lm.summarise(ps, lm.last_logits(p_model, ps)))
 
 # %% tags=["hide-input"]
