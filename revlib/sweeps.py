@@ -106,8 +106,10 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
     with devices.use(dev):
         result = mod.run(config)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    # an experiment may add provenance of its own (the pretrained LM: model, versions)
+    more = getattr(mod, "provenance", dict)()
     return records.from_result(name, config, result, device=str(dev), seconds=seconds,
-                               cpu_seconds=cpu_seconds, git=git)
+                               cpu_seconds=cpu_seconds, git=git, **more)
 
 
 # --------------------------------------------------------------------------- sweeps

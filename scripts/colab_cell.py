@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TAG = "colab-setup"
 TAGS = [TAG, "remove-cell"]
 CELL_ID = "colab-setup"
-LM_MODULES = ("revlib.lm", "transformers")   # a notebook importing these loads the LM weights
+# a notebook importing one of these loads the LM weights
+LM_MODULES = ("revlib.models.smollm", "revlib.experiments.pretrained_lm", "transformers")
 
 
 def config(root: Path = ROOT) -> dict:

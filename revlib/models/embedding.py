@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 
-os.environ["HF_HUB_OFFLINE"] = "1"          # never touch the network (see revlib.lm)
+os.environ["HF_HUB_OFFLINE"] = "1"          # never touch the network (as smollm.go_offline)
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
