@@ -33,6 +33,22 @@ def real(name: str, value, lo: float | None = None, hi: float | None = None,
         raise ValueError(f"{name} must be a finite number{where}, got {value!r}")
 
 
+def boolean(name: str, value) -> None:
+    """Require ``True`` or ``False`` (not 0, 1 or a string)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def sequence(name: str, value, lo: int = 0, hi: int | None = None) -> None:
+    """Require a tuple or list of ``lo`` to ``hi`` items (items checked apart)."""
+    if not isinstance(value, (tuple, list)):
+        raise ValueError(f"{name} must be a tuple{_range(lo, hi, ' items')}, "
+                         f"got {value!r}")
+    if len(value) < lo or (hi is not None and len(value) > hi):
+        raise ValueError(f"{name} must be a tuple{_range(lo, hi, ' items')}, "
+                         f"got {len(value)} items: {value!r}")
+
+
 def choice(name: str, value, allowed: Iterable) -> None:
     """Require ``value`` to be one of ``allowed``."""
     allowed = tuple(allowed)
@@ -40,11 +56,11 @@ def choice(name: str, value, allowed: Iterable) -> None:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
 
-def _range(lo, hi) -> str:
+def _range(lo, hi, unit: str = "") -> str:
     if lo is None and hi is None:
         return ""
     if hi is None:
-        return f" >= {lo}"
+        return f" of >= {lo}{unit}" if unit else f" >= {lo}"
     if lo is None:
-        return f" <= {hi}"
-    return f" in [{lo}, {hi}]"
+        return f" of <= {hi}{unit}" if unit else f" <= {hi}"
+    return f" of {lo} to {hi}{unit}" if unit else f" in [{lo}, {hi}]"

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from revlib import _validate
+from revlib.metrics import masked_mean, rank
 
 
 def thin_svd(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -66,8 +67,7 @@ def attention_mass(att: torch.Tensor, query: torch.Tensor, key: torch.Tensor) ->
     average), ``key`` ``[S, B, T]`` bool (which columns to sum) -> ``[S]`` (heads averaged).
     """
     mass = (att * key[:, :, None, None, :].to(att.dtype)).sum(-1).mean(2)  # [S, B, T]
-    q = query.to(att.dtype)
-    return (mass * q).sum(dim=(1, 2)) / q.sum(dim=(1, 2)).clamp_min(1)
+    return masked_mean(mass, query)
 
 
 def margin(logits: torch.Tensor, target: int) -> torch.Tensor:
@@ -90,8 +90,8 @@ def chance_mrr(n_candidates: int) -> float:
 def diagonal_reciprocal_rank(block: np.ndarray, rows) -> np.ndarray:
     """Reciprocal rank of the diagonal entry ``block[r, r]`` within row ``r`` for each of
     ``rows``; ``block [n, n]`` holds the logits of the ``n`` candidate answers (columns) after
-    each input (rows). Ties count against the answer."""
+    each input (rows). Ties count against the answer (:func:`revlib.metrics.rank`)."""
     block = np.asarray(block)
     rows = np.asarray(list(rows))
-    own = block[rows, rows]
-    return 1.0 / (block[rows] >= own[:, None]).sum(-1)
+    ranks = rank(torch.as_tensor(block[rows]), torch.as_tensor(block[rows, rows]))
+    return 1.0 / ranks.numpy()

@@ -11,18 +11,22 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate
+from revlib.config import ExperimentConfig
 from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
 from revlib.experiments.surface_names import metrics
-from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss, resolve_concept_ln
-from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
-from revlib.train import History, TrainConfig, train
+from revlib.metrics import masked_mean
+from revlib.models.jepa import (JEPA, JEPAConfig, check_sizes, infonce_loss,
+                                resolve_concept_ln)
+from revlib.models.transformer import (Transformer, TransformerConfig, answer_loss,
+                                       check_shape)
+from revlib.train import History, train
 
 MODELS = ("standard", "jepa", "jepa_memory")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """Data: values mod ``modulus``, ``per_value`` core entities per value, ``n_chains`` chains
     of ``chain_len`` variables, ``core_frac`` of the core sums trained. Model: ``"standard"``
     (``n_layer`` blocks), ``"jepa"`` (#Rec ``n_rec`` / #Sem ``n_sem``) or ``"jepa_memory"``
@@ -50,16 +54,15 @@ class Config:
     weight_decay: float = 0.1
     batch_size: int = 128
     steps: int = 1000
-    seed: int = 0
     n_seeds: int = 2
     n_eval: int = 1000
     eval_points: int = 6
     probes_in_training: bool = False
 
+    OPTIMIZER = "adamw"
+
     def __post_init__(self):
-        if not isinstance(self.probes_in_training, bool):
-            raise ValueError("probes_in_training must be True or False, "
-                             f"got {self.probes_in_training!r}")
+        _validate.boolean("probes_in_training", self.probes_in_training)
         _validate.choice("model", self.model, MODELS)
         _validate.integer("modulus", self.modulus, 3, 10**5)
         _validate.integer("per_value", self.per_value, 1, 1000)
@@ -67,26 +70,18 @@ class Config:
         _validate.integer("chain_len", self.chain_len, 1, 100)
         _validate.real("core_frac", self.core_frac, 0.0, 1.0)
         _validate.integer("n_layer", self.n_layer, 1, 32)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
-        self.jepa_config(10)   # validates the model fields
-        self.train_config()
+        check_shape(self.n_layer, self.n_head, self.d_model, "none")
+        memory = self.model == "jepa_memory"
+        check_sizes(self.n_rec, self.n_sem, self.d_model, self.n_head, memory)
+        resolve_concept_ln(self.concept_ln, memory)
+        super().__post_init__()  # seed, n_seeds; the optimiser's fields
 
     def jepa_config(self, vocab_size: int) -> JEPAConfig:
         memory = self.model == "jepa_memory"
         return JEPAConfig(vocab_size=vocab_size, patch_len=1, n_rec=self.n_rec, n_sem=self.n_sem,
                           d_model=self.d_model, n_head=self.n_head, memory=memory,
                           concept_ln=resolve_concept_ln(self.concept_ln, memory))
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
-                           batch_size=self.batch_size, weight_decay=self.weight_decay,
-                           eval_points=self.eval_points)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass
@@ -121,10 +116,9 @@ class Result:
 
 def _group_means(correct: torch.Tensor, reverse: torch.Tensor) -> dict[str, torch.Tensor]:
     """``correct``, ``reverse`` ``[S, N]`` -> accuracy overall, forward-only, with a reverse step."""
-    c, r = correct.float(), reverse.float()
-    return {"probe_acc": c.mean(-1),
-            "forward_acc": (c * (1 - r)).sum(-1) / (1 - r).sum(-1).clamp_min(1),
-            "reverse_acc": (c * r).sum(-1) / r.sum(-1).clamp_min(1)}
+    c = correct.float()
+    return {"probe_acc": c.mean(-1), "forward_acc": masked_mean(c, ~reverse, dim=-1),
+            "reverse_acc": masked_mean(c, reverse, dim=-1)}
 
 
 def run(config: Config) -> Result:

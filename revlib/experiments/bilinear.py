@@ -10,14 +10,15 @@ import numpy as np
 import torch
 
 from revlib import _validate, repro
+from revlib.config import ExperimentConfig
 from revlib.data.reversal import BilinearTask, bilinear_task
 from revlib.models.bilinear import Bilinear
 from revlib.theory import bilinear as theory
-from revlib.train import History, TrainConfig, train
+from revlib.train import History, train
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """``m`` vocabulary size, ``n`` pairs, ``d`` embedding dimension, ``n_reverse_heldout``
     held-out reverse facts (the paper: 1). ``init="pretrained"`` starts from
     ``Theta_0 = init_scale * G`` with ``G`` standard Gaussian (checked against the theorem's
@@ -35,7 +36,6 @@ class Config:
     n: int = 16
     d: int = 1024
     n_reverse_heldout: int = 1
-    seed: int = 0
     n_seeds: int = 5
     optimizer: str = "gd"
     lr: float = 2.0
@@ -48,29 +48,19 @@ class Config:
     reverse_in_training: bool = False
     no_training: bool = False
 
+    MAX_SEEDS = 256
+
     def __post_init__(self):
         _validate.integer("m", self.m, 4, 20_000)
         _validate.integer("n", self.n, 1, self.m // 2)
         _validate.integer("d", self.d, 1, 100_000)
         _validate.integer("n_reverse_heldout", self.n_reverse_heldout, 1, self.n)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 256)
         _validate.choice("optimizer", self.optimizer, ("gd", "sgd"))
         _validate.choice("init", self.init, ("zero", "pretrained"))
         _validate.real("init_scale", self.init_scale, 0.0, 10.0)
         for name in ("reverse_in_training", "no_training"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        self.train_config()  # validates lr, steps, batch_size, eval_*
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer=self.optimizer,
-                           batch_size=self.batch_size, eval_points=self.eval_points,
-                           eval_spacing=self.eval_spacing)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
+            _validate.boolean(name, getattr(self, name))
+        super().__post_init__()  # seed, n_seeds; lr, steps, batch_size, eval_*
 
 
 @dataclass

@@ -9,15 +9,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate
+from revlib.config import ExperimentConfig
 from revlib.data.chains import DIRECT, INDIRECT, ChainTask, chain_task, related_task
 from revlib.models.reparam import Reparam, nll
-from revlib.models.transformer import Transformer, TransformerConfig
+from revlib.models.transformer import Transformer, TransformerConfig, check_shape
 from revlib.train import History, TrainConfig, train
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """Chain task: ``vocab_size`` (2 relation tokens + entities), ``n`` triples, ``n_heldout``
     whose "A ~> C" is held out. Reparameterised model: ``steps`` GD steps of size ``lr`` from
     ``Y = Z = 0``. Transformer (``n_layer``, ``d_model``, ``n_head``; LayerNorm, MLP,
@@ -32,7 +33,6 @@ class Config:
     vocab_size: int = 302
     n: int = 100
     n_heldout: int = 30
-    seed: int = 0
     n_seeds: int = 3
     lr: float = 100.0
     steps: int = 400
@@ -51,12 +51,12 @@ class Config:
     heldout_in_training: bool = False
     no_training: bool = False
 
+    OPTIMIZER = "gd"   # the reparameterised model's; the transformer's: tf_train_config
+
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 8, 100_000)
         _validate.integer("n", self.n, 2, (self.vocab_size - 2) // 3)
         _validate.integer("n_heldout", self.n_heldout, 1, self.n - 1)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("epochs", self.epochs, 1, 100_000)
         _validate.integer("alphabet", self.alphabet, 2, 100_000)
         _validate.integer("related_train", self.related_train, 1, self.alphabet - 1)
@@ -64,12 +64,12 @@ class Config:
                           self.alphabet - self.related_train)
         _validate.integer("related_epochs", self.related_epochs, 0, 100_000)
         for name in ("heldout_in_training", "no_training"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        TransformerConfig(vocab_size=self.vocab_size, block_size=4, n_layer=self.n_layer,
-                          n_head=self.n_head, d_model=self.d_model)
-        self.train_config()
+            _validate.boolean(name, getattr(self, name))
+        check_shape(self.n_layer, self.n_head, self.d_model)
+        _validate.real("tf_lr", self.tf_lr, 0.0, 1e4, lo_open=True)
+        _validate.real("weight_decay", self.weight_decay, 0.0, 10.0)
         self.tf_train_config(2 * self.n + self.n - self.n_heldout, self.epochs)
+        super().__post_init__()  # seed, n_seeds; steps, lr, eval_points
 
     def train_config(self) -> TrainConfig:
         if self.no_training:
@@ -87,10 +87,6 @@ class Config:
 
     def _loss(self, value: torch.Tensor) -> torch.Tensor:
         return value * 0.0 if self.no_training else value
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass

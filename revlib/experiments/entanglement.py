@@ -10,10 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate
+from revlib.config import ExperimentConfig
 from revlib.data.binding import binding_task
 from revlib.experiments import surface_names
-from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
+from revlib.models.transformer import (Transformer, TransformerConfig, answer_loss,
+                                       check_shape)
 from revlib.theory import entanglement as theory
 
 CHECKS = ("sgd", "momentum", "adam_first", "adam_first_sgd_form", "adam_later", "sgd_all_layers")
@@ -23,7 +25,7 @@ ASSUMPTIONS = ("as_named", "removed", "met")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """A fresh ``n_layer`` transformer (``d_model``, ``n_head``) on two one-token facts; ``eta``
     the step size, ``mu`` the momentum, ``adam_steps`` Adam steps before the "later" check.
 
@@ -40,26 +42,20 @@ class Config:
     eta: float = 1e-2
     mu: float = 0.9
     adam_steps: int = 20
-    seed: int = 0
     n_seeds: int = 4
     assumptions: str = "as_named"
     disjoint: bool = False
 
+    MAX_SEEDS = 256
+
     def __post_init__(self):
         _validate.choice("assumptions", self.assumptions, ASSUMPTIONS)
-        if not isinstance(self.disjoint, bool):
-            raise ValueError(f"disjoint must be True or False, got {self.disjoint!r}")
+        _validate.boolean("disjoint", self.disjoint)
         _validate.real("eta", self.eta, 0.0, 10.0, lo_open=True)
         _validate.real("mu", self.mu, 0.0, 1.0, hi_open=True)
         _validate.integer("adam_steps", self.adam_steps, 1, 10**5)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 256)
-        TransformerConfig(vocab_size=2, block_size=4, n_layer=self.n_layer, n_head=self.n_head,
-                          d_model=self.d_model)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
+        check_shape(self.n_layer, self.n_head, self.d_model)
+        super().__post_init__()  # seed, n_seeds
 
 
 @dataclass

@@ -15,10 +15,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from revlib import _validate, probes, repro
+from revlib import _validate, probes
+from revlib.config import ExperimentConfig
 from revlib.data import noisy_recall as nr
+from revlib.metrics import masked_mean
 from revlib.models.transformer import Internals, Transformer, TransformerConfig, answer_loss
-from revlib.train import History, TrainConfig, train
+from revlib.train import History, train
 
 METRICS = ("p_tau", "p_ybar", "acc", "p_tau_noff2", "p_ybar_noff2", "acc_noff2",
            "att_ybar", "att_tau", "ff2_margin", "train_p_tau")
@@ -26,7 +28,7 @@ FROZEN = ("ff2", "attention")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """``d`` width, ``seq_len`` T, ``alpha`` noise probability, ``ff`` the feed-forward kind
     of layers 1 and 2 (``"mlp"``, ``"linear"``, ``"none"``), ``ff_mult`` MLP width factor.
     SGD with momentum as in the original script; ``n_test`` clean test sequences.
@@ -40,7 +42,6 @@ class Config:
     alpha: float = 0.5
     ff: tuple[str, str] = ("mlp", "mlp")
     ff_mult: int = 4
-    seed: int = 0
     n_seeds: int = 2
     steps: int = 1000
     batch_size: int = 32
@@ -52,29 +53,25 @@ class Config:
     rank_fractions: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
     frozen: tuple[str, ...] = ()
 
+    OPTIMIZER = "sgd"
+
     def __post_init__(self):
         _validate.integer("d", self.d, 4, 4096)
         _validate.integer("seq_len", self.seq_len, 8, 4096)
         _validate.real("alpha", self.alpha, 0.0, 1.0, hi_open=True)
-        if len(self.ff) != 2:
-            raise ValueError(f"ff must name the kind of both layers, got {self.ff!r}")
+        _validate.sequence("ff", self.ff, 2, 2)   # the kind of both layers
         if self.ff[1] == "none":
             raise ValueError("ff[1] (FF2) must be 'mlp' or 'linear': the chapter ablates it")
         _validate.integer("ff_mult", self.ff_mult, 1, 64)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_test", self.n_test, 8, 100_000)
+        _validate.sequence("rank_fractions", self.rank_fractions)
         for i, r in enumerate(self.rank_fractions):
             _validate.real(f"rank_fractions[{i}]", r, 0.0, 1.0)
+        _validate.sequence("frozen", self.frozen)
         for i, part in enumerate(self.frozen):
             _validate.choice(f"frozen[{i}]", part, FROZEN)
-        self.train_config()
         self.model_config()
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="sgd",
-                           batch_size=self.batch_size, momentum=self.momentum,
-                           weight_decay=self.weight_decay, eval_points=self.eval_points)
+        super().__post_init__()  # seed, n_seeds; steps, lr, batch_size, momentum, ...
 
     def model_config(self) -> TransformerConfig:
         # nn.Linear's default init has std 1/sqrt(3 d); the original code keeps it for every
@@ -85,10 +82,6 @@ class Config:
             d_model=self.d, ff=tuple(self.ff), ff_mult=self.ff_mult, positional="absolute",
             layernorm=False, tied=False, freeze_embeddings=True, freeze_unembedding=True,
             query_identity=True, init_std=std, embed_std=1.0, head_std=std)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass
@@ -122,8 +115,8 @@ def recall_metrics(model: Transformer, data: nr.NoisyRecall, ff_off=frozenset())
     ybar = data.ybar[:, :, None].expand_as(data.x)
     p_ybar = probs.gather(-1, ybar[..., None])[..., 0]
     acc = (probs.argmax(-1) == ybar).double()
-    return {"p_tau": _mean(probs[..., nr.NOISE_TOKEN], q), "p_ybar": _mean(p_ybar, q),
-            "acc": _mean(acc, q)}
+    return {"p_tau": masked_mean(probs[..., nr.NOISE_TOKEN], q),
+            "p_ybar": masked_mean(p_ybar, q), "acc": masked_mean(acc, q)}
 
 
 def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
@@ -192,8 +185,3 @@ def run(config: Config) -> Result:
 def _query(data: nr.NoisyRecall) -> torch.Tensor:
     valid = (data.ybar != nr.NOISE_TOKEN) & (data.ybar != nr.TRIGGER)
     return data.mask & valid[:, :, None]
-
-
-def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = mask.to(values.dtype)
-    return (values * m).sum(dim=(1, 2)) / m.sum(dim=(1, 2)).clamp_min(1)

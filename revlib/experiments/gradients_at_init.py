@@ -40,18 +40,19 @@ class Config:
 
     def __post_init__(self):
         _validate.real("alpha", self.alpha, 0.0, 1.0, lo_open=True, hi_open=True)
+        _validate.sequence("alphas", self.alphas, 1)
         for i, a in enumerate(self.alphas):
             _validate.real(f"alphas[{i}]", a, 0.0, 1.0, lo_open=True, hi_open=True)
         _validate.integer("seq_len", self.seq_len, 8, 4096)
         _validate.integer("n_sequences", self.n_sequences, _CHUNK, 10**6)
         if self.n_sequences % _CHUNK:
             raise ValueError(f"n_sequences must be a multiple of {_CHUNK}, got {self.n_sequences}")
+        _validate.sequence("batch_sizes", self.batch_sizes, 1)
         for i, b in enumerate(self.batch_sizes):
             _validate.integer(f"batch_sizes[{i}]", b, 1, self.n_sequences // 8)
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         for name in ("noise", "attention"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            _validate.boolean(name, getattr(self, name))
 
 
 @dataclass

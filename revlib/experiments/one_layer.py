@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate
+from revlib.config import ExperimentConfig
 from revlib.data.onelayer import ReversalTask, reversal_task, typed_reversal_task
 from revlib.models.reparam import EMBEDDINGS, OneLayer, Reparam, nll
 from revlib.theory import one_layer as theory
@@ -18,7 +19,7 @@ from revlib.train import History, TrainConfig, train
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """``M`` vocabulary (2 relation tokens + entities), ``n`` pairs, ``n_heldout`` pairs whose
     backward sentence is held out. The reparameterised model trains ``steps`` full-batch GD
     steps of size ``lr`` from ``Y = Z = 0``; the transformer (``d``, ``embedding``,
@@ -33,7 +34,6 @@ class Config:
     M: int = 200
     n: int = 60
     n_heldout: int = 20
-    seed: int = 0
     n_seeds: int = 3
     lr: float = 100.0
     steps: int = 300
@@ -46,32 +46,26 @@ class Config:
     reverse_in_training: bool = False
     no_training: bool = False
 
+    OPTIMIZER = "gd"
+
     def __post_init__(self):
         _validate.integer("M", self.M, 6, 5_000)
         _validate.integer("n", self.n, 2, (self.M - 2) // 2)
         _validate.integer("n_heldout", self.n_heldout, 1, self.n - 1)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("d", self.d, 1, 4096)
         _validate.choice("embedding", self.embedding, EMBEDDINGS)
         if self.embedding == "orthonormal" and self.d < self.M:
             raise ValueError(f"d must be >= M={self.M} for orthonormal embeddings, got {self.d}")
         _validate.real("init_std", self.init_std, 0.0, 10.0)
         for name in ("reverse_in_training", "no_training"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        self.train_config()
-        self.tf_train_config()
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, eval_points=self.eval_points)
+            _validate.boolean(name, getattr(self, name))
+        # the transformer's optimiser fields, under their own names
+        _validate.real("tf_lr", self.tf_lr, 0.0, 1e4, lo_open=True)
+        _validate.integer("tf_steps", self.tf_steps, 1, 10**7)
+        super().__post_init__()  # seed, n_seeds; steps, lr, eval_points
 
     def tf_train_config(self) -> TrainConfig:
         return TrainConfig(steps=self.tf_steps, lr=self.tf_lr, eval_points=self.eval_points)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass

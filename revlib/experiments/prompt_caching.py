@@ -74,10 +74,12 @@ class Config:
 
     def __post_init__(self):
         _validate.choice("model", self.model, MODELS)
+        _validate.sequence("losses", self.losses)
         if not self.losses:
             raise ValueError(f"losses must name at least one of {LOSSES}")
         for loss in self.losses:
             _validate.choice("losses", loss, LOSSES)
+        _validate.sequence("seeds", self.seeds)
         if not self.seeds:
             raise ValueError("seeds must hold at least one integer in [0, 2**32 - 1]")
         for s in self.seeds:
@@ -95,6 +97,7 @@ class Config:
                        lo_open=True, hi_open=True)
         _validate.integer("stream_length", self.stream_length, 2, 10**6)
         _validate.real("max_gap", self.max_gap, 0.0, 1.0, lo_open=True)
+        _validate.boolean("shuffle_labels", self.shuffle_labels)
 
 
 @dataclass

@@ -15,16 +15,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from revlib import _validate, probes, repro
+from revlib import _validate, probes
+from revlib.config import ExperimentConfig
 from revlib.data import small_corpus as sc
+from revlib.metrics import masked_mean
 from revlib.models.transformer import Transformer, TransformerConfig
-from revlib.train import History, TrainConfig, train
+from revlib.train import History, train
 
 METRICS = ("p_the", "p_io", "p_s", "loss")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """A ``n_layer``-layer, ``n_head``-head pre-LN transformer of width ``d`` with learned
     embeddings and positions, AdamW on the next-token loss of every position of fresh
     sequences. ``p_ioi``/``alpha``: see :func:`revlib.data.small_corpus.sample`.
@@ -36,7 +38,6 @@ class Config:
     seq_len: int = 48
     p_ioi: float = 0.3
     alpha: float = 0.25
-    seed: int = 0
     n_seeds: int = 2
     steps: int = 1500
     batch_size: int = 32
@@ -48,6 +49,8 @@ class Config:
     eval_points: int = 16
     rank_fractions: tuple[float, ...] = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0)
 
+    OPTIMIZER = "adamw"
+
     def __post_init__(self):
         _validate.integer("n_layer", self.n_layer, 1, 24)
         _validate.integer("n_head", self.n_head, 1, 16)
@@ -55,28 +58,18 @@ class Config:
         _validate.integer("seq_len", self.seq_len, 17, 4096)
         _validate.real("p_ioi", self.p_ioi, 0.0, 1.0, lo_open=True)
         _validate.real("alpha", self.alpha, 0.0, 1.0, hi_open=True)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_test", self.n_test, 8, 100_000)
+        _validate.sequence("rank_fractions", self.rank_fractions)
         for i, r in enumerate(self.rank_fractions):
             _validate.real(f"rank_fractions[{i}]", r, 0.0, 1.0)
-        self.train_config()
-        self.model_config()
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
-                           batch_size=self.batch_size, weight_decay=self.weight_decay,
-                           eval_points=self.eval_points)
+        self.model_config()      # n_layer, n_head, d, positional, layernorm
+        super().__post_init__()  # seed, n_seeds; the optimiser's fields
 
     def model_config(self) -> TransformerConfig:
         return TransformerConfig(
             vocab_size=sc.VOCAB_SIZE, block_size=self.seq_len, n_layer=self.n_layer,
             n_head=self.n_head, d_model=self.d, ff="mlp", ff_mult=4, positional=self.positional,
             layernorm=self.layernorm, tied=True)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass
@@ -103,9 +96,9 @@ def answer_probs(model: Transformer, data: sc.Corpus, ff_off=frozenset()) -> dic
     probs = F.softmax(model(data.x, ff_off=ff_off).double(), dim=-1)
     m = data.answer
     io, s = data.io.clamp_min(0), data.s.clamp_min(0)
-    return {"p_the": _mean(probs[..., sc.THE], m),
-            "p_io": _mean(probs.gather(-1, io[..., None])[..., 0], m),
-            "p_s": _mean(probs.gather(-1, s[..., None])[..., 0], m)}
+    return {"p_the": masked_mean(probs[..., sc.THE], m),
+            "p_io": masked_mean(probs.gather(-1, io[..., None])[..., 0], m),
+            "p_s": masked_mean(probs.gather(-1, s[..., None])[..., 0], m)}
 
 
 def run(config: Config) -> Result:
@@ -149,8 +142,3 @@ def run(config: Config) -> Result:
                 sweep[k].append(m[k].numpy())
     return Result(config=config, history=history, model=model, ablation=ablation, ranks=ranks,
                   sweep={k: np.stack(v) for k, v in sweep.items()}, n_params=model.n_params())
-
-
-def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = mask.to(values.dtype)
-    return (values * m).sum(dim=(1, 2)) / m.sum(dim=(1, 2)).clamp_min(1)

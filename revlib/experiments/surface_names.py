@@ -13,14 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate
+from revlib.config import ExperimentConfig
 from revlib.data.binding import SPLITS, BindingTask, binding_task
-from revlib.models.transformer import Transformer, TransformerConfig, answer_loss
-from revlib.train import History, TrainConfig, train
+from revlib.metrics import answer_rank, mean_reciprocal_rank
+from revlib.models.transformer import (Transformer, TransformerConfig, answer_loss,
+                                       check_shape)
+from revlib.train import History, train
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """Data: ``n_a``, ``n_b`` entities, ``n_rel`` relation pairs, ``multiplicity`` (0: one token
     per entity). Model: ``n_layer``, ``d_model``, ``n_head``. Optimiser: AdamW with ``lr``,
     ``weight_decay``, ``batch_size``, ``steps``. ``n_eval`` facts per split are evaluated.
@@ -38,35 +41,22 @@ class Config:
     weight_decay: float = 0.1
     batch_size: int = 256
     steps: int = 2000
-    seed: int = 0
     n_seeds: int = 2
     n_eval: int = 1000
     eval_points: int = 11
     reverse_in_training: bool = False
 
+    OPTIMIZER = "adamw"
+
     def __post_init__(self):
-        if not isinstance(self.reverse_in_training, bool):
-            raise ValueError("reverse_in_training must be True or False, "
-                             f"got {self.reverse_in_training!r}")
+        _validate.boolean("reverse_in_training", self.reverse_in_training)
         _validate.integer("n_a", self.n_a, 2, 10**6)
         _validate.integer("n_b", self.n_b, 2, 10**6)
         _validate.integer("n_rel", self.n_rel, 1, 100)
         _validate.integer("multiplicity", self.multiplicity, 0, 1000)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
-        TransformerConfig(vocab_size=2, block_size=6, n_layer=self.n_layer,
-                          n_head=self.n_head, d_model=self.d_model)  # validates the model fields
-        self.train_config()
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
-                           batch_size=self.batch_size, weight_decay=self.weight_decay,
-                           eval_points=self.eval_points)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
+        check_shape(self.n_layer, self.n_head, self.d_model, "none")
+        super().__post_init__()  # seed, n_seeds; the optimiser's fields
 
 
 @dataclass
@@ -96,9 +86,8 @@ def metrics(model: Transformer, seqs: torch.Tensor, L: int, n_name_tokens: int) 
     logits = model(seqs[..., :-1])[..., L + 1:, :n_name_tokens]   # [S, N, L, V_names]
     gold = seqs[..., L + 2:]                                       # [S, N, L]
     acc = (logits.argmax(-1) == gold).all(-1).float().mean(-1)
-    first, g = logits[..., 0, :], gold[..., 0]
-    rank = (first > first.gather(-1, g[..., None])).sum(-1) + 1
-    return acc, (1.0 / rank.float()).mean(-1)
+    rank = answer_rank(logits[..., 0, :], gold[..., 0])   # ties count against it
+    return acc, mean_reciprocal_rank(rank)
 
 
 def run(config: Config) -> Result:

@@ -19,7 +19,6 @@ A fact ``h r <mask> t`` is four **patches**, each padded with ``<pad>`` to ``K``
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -27,7 +26,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from revlib import _validate
-from revlib.models.transformer import Block, SeedLayerNorm, SeedLinear, TransformerConfig, _stream
+from revlib.metrics import masked_mean
+from revlib.models.transformer import (Block, SeedLayerNorm, SeedLinear,
+                                       TransformerConfig, _stream, check_shape)
 
 
 def resolve_concept_ln(concept_ln: str, memory: bool) -> str:
@@ -39,6 +40,19 @@ def resolve_concept_ln(concept_ln: str, memory: bool) -> str:
     if concept_ln == "auto":
         return "layernorm" if memory else "rms"
     return concept_ln
+
+
+def check_sizes(n_rec: int, n_sem: int, d_model: int, n_head: int,
+                memory: bool) -> None:
+    """Validate a JEPA's sizes as :class:`JEPAConfig` does, without building one (an
+    experiment's Config checks them before it knows its vocabulary)."""
+    _validate.boolean("memory", memory)
+    _validate.integer("n_rec", n_rec, 0 if memory else 1, 32)
+    _validate.integer("n_sem", n_sem, 1, 32)
+    if memory and n_rec != 1:
+        raise ValueError("n_rec must be 1 with memory=True (the memory layer replaces "
+                         f"it), got {n_rec}")
+    check_shape(n_rec + n_sem, n_head, d_model, "none")
 
 
 @dataclass(frozen=True)
@@ -58,13 +72,10 @@ class JEPAConfig:
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 2, 10**6)
         _validate.integer("patch_len", self.patch_len, 1, 16)
-        _validate.integer("n_rec", self.n_rec, 0 if self.memory else 1, 32)
-        _validate.integer("n_sem", self.n_sem, 1, 32)
+        check_sizes(self.n_rec, self.n_sem, self.d_model, self.n_head, self.memory)
         if self.concept_ln not in ("rms", "layernorm"):
             raise ValueError(f"concept_ln must be 'rms' or 'layernorm', got {self.concept_ln!r}")
-        if self.memory and self.n_rec != 1:
-            raise ValueError(f"n_rec must be 1 with memory=True (the memory layer replaces it), got {self.n_rec}")
-        self.block_config(self.n_rec + self.n_sem)
+        _validate.real("init_std", self.init_std, 0.0, 10.0, lo_open=True)
 
     def block_config(self, n_layer: int) -> TransformerConfig:
         return TransformerConfig(vocab_size=self.vocab_size, block_size=max(self.patch_len, 3),
@@ -106,8 +117,8 @@ class JEPA(nn.Module):
         S = patches.shape[0]
         idx = (slice(None),) + (None,) * (patches.dim() - 1)
         emb = self.wte[torch.arange(S)[idx], patches]
-        real = (patches != self.cfg.vocab_size - 1).to(emb.dtype)[..., None]
-        return (emb * real).sum(-2) / real.sum(-2).clamp_min(1)
+        real = (patches != self.cfg.vocab_size - 1)[..., None]
+        return masked_mean(emb, real, dim=-2)
 
     def concepts(self, patches: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
         """Recognition: ``patches [S, N, K]``, ``last [S, N]`` -> concept vectors ``[S, N, d]``."""

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from revlib import _validate
+from revlib.metrics import masked_mean
 
 FF_KINDS = ("mlp", "linear", "none")
 POSITIONS = ("none", "absolute", "rotary")
@@ -48,20 +49,15 @@ class TransformerConfig:
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 2, 10**6)
         _validate.integer("block_size", self.block_size, 1, 10**5)
-        _validate.integer("n_layer", self.n_layer, 1, 64)
-        _validate.integer("n_head", self.n_head, 1, 64)
-        _validate.integer("d_model", self.d_model, 1, 8192)
-        if self.d_model % self.n_head:
-            raise ValueError(f"d_model must be a multiple of n_head={self.n_head}, got {self.d_model}")
+        check_shape(self.n_layer, self.n_head, self.d_model, self.positional)
         for i, kind in enumerate(self.ff_kinds):
             _validate.choice(f"ff[{i}]", kind, FF_KINDS)
         if not isinstance(self.ff, str) and len(self.ff) != self.n_layer:
             raise ValueError(f"ff must name one kind per layer ({self.n_layer}), got {len(self.ff)}")
         _validate.integer("ff_mult", self.ff_mult, 1, 64)
-        _validate.choice("positional", self.positional, POSITIONS)
-        if self.positional == "rotary" and (self.d_model // self.n_head) % 2:
-            raise ValueError("d_model / n_head must be even for rotary positions, "
-                             f"got {self.d_model // self.n_head}")
+        for name in ("layernorm", "tied", "freeze_embeddings", "freeze_unembedding",
+                     "query_identity"):
+            _validate.boolean(name, getattr(self, name))
         if self.tied and self.freeze_unembedding != self.freeze_embeddings:
             raise ValueError("freeze_unembedding must equal freeze_embeddings when tied=True")
         if self.query_identity and self.n_head != 1:
@@ -75,6 +71,22 @@ class TransformerConfig:
     @property
     def ff_kinds(self) -> tuple[str, ...]:
         return (self.ff,) * self.n_layer if isinstance(self.ff, str) else tuple(self.ff)
+
+
+def check_shape(n_layer: int, n_head: int, d_model: int,
+                positional: str = "absolute") -> None:
+    """Validate a transformer's sizes as :class:`TransformerConfig` does, without
+    building one (an experiment's Config checks them before it knows its vocabulary)."""
+    _validate.integer("n_layer", n_layer, 1, 64)
+    _validate.integer("n_head", n_head, 1, 64)
+    _validate.integer("d_model", d_model, 1, 8192)
+    if d_model % n_head:
+        raise ValueError(f"d_model must be a multiple of n_head={n_head}, "
+                         f"got {d_model}")
+    _validate.choice("positional", positional, POSITIONS)
+    if positional == "rotary" and (d_model // n_head) % 2:
+        raise ValueError("d_model / n_head must be even for rotary positions, "
+                         f"got {d_model // n_head}")
 
 
 class SeedLinear(nn.Module):
@@ -264,6 +276,5 @@ def answer_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor)
     ``logits [S, B, T, V]``, ``targets [S, B, T]`` (the next token at each position),
     ``mask [S, B, T]`` bool -> ``[S]``.
     """
-    nll = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), reduction="none").view(targets.shape)
-    m = mask.to(nll.dtype)
-    return (nll * m).sum(dim=(1, 2)) / m.sum(dim=(1, 2)).clamp_min(1)
+    nll = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), reduction="none")
+    return masked_mean(nll.view(targets.shape), mask)
