@@ -122,7 +122,9 @@ def test_sweep_records_config_and_numbers():
                      n_seeds=1, eval_points=2)
     rec = ml.sweep(base, {"a": {}, "b": {"positional": "none"}})
     assert [r["variant"] for r in rec] == ["a", "b"]
-    assert rec[1]["config"]["positional"] == "none" and len(rec[0]["val_nll"][0]) == 2
+    assert rec[1]["config"]["positional"] == "none"
+    assert len(rec[0]["extras"]["val_nll"][0]) == 2
+    assert rec[0]["experiment"] == "multi_layer" and rec[0]["seeds"] == [0]
 
 
 def test_reverse_in_training_trains_every_pair_both_ways():

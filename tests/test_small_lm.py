@@ -69,8 +69,8 @@ def test_allocation_sweep_file_round_trip(tmp_path):
                     n_seeds=2, n_test=8, eval_points=2)
     result = al.run(cfg)
     path = tmp_path / "sweep.json"
-    import json
-    path.write_text(json.dumps(al.to_json(result, 1.0)))
+    from revlib import records
+    records.write(path, al.to_record(result, 1.0))
     back = al.load(path)
     assert back.config == cfg
     np.testing.assert_allclose(back.final("bigram_excess"), result.final("bigram_excess"),

@@ -27,8 +27,8 @@
 #
 # A live run trains one seed of each allocation for a few hundred steps. The longer,
 # two-seed sweep was run by `python -m revlib.experiments.allocation
-# data/allocation_sweep.json --n-seeds 2 --steps 1500`; this notebook loads its file and
-# plots it.
+# data/allocation_sweep.json --n-seeds 2 --steps 1500` (a record of `revlib.records`);
+# this notebook loads its file and plots it.
 
 # %% tags=["colab-setup", "remove-cell"]
 # Colab only (it does nothing elsewhere): fetch the book's repository, install
@@ -85,13 +85,10 @@ ledger = claims.Ledger(
     size_knobs={"D": D, "SEQ_LEN": SEQ_LEN, "LIVE_STEPS": LIVE_STEPS},
 )
 
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import plot, sweeps
+from revlib import plot, records
 from revlib.data import noisy_recall as nr
 from revlib.experiments import allocation as al
 from revlib.report import approx, exact
@@ -183,8 +180,8 @@ _ = ledger.check(
 # rounding in the file.
 
 # %%
-raw = json.loads(Path(SWEEP).read_text())
-sweep = al.load(SWEEP)
+(raw,) = records.read(SWEEP)  # the file's one record, read once
+sweep = al.from_record(raw)
 
 # %% tags=["hide-input"]
 TOL_STORED = 0.001  # stored numbers do not move; they are rounded to 5 decimals
@@ -258,7 +255,7 @@ plt.show()
 # the chapter).
 
 # %%
-fixed = sweeps.load(FIXED_DIR, curves=True)
+fixed = records.load(FIXED_DIR, curves=True)
 
 # %% tags=["hide-input"]
 fixed["n_layer"] = [a[0][0] for a in fixed["allocations"]]

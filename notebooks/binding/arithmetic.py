@@ -66,7 +66,7 @@ repro.setup(SEED)
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import claims, plot, sweeps
+from revlib import claims, plot, records
 from revlib.data.arithmetic import arithmetic_task
 from revlib.experiments import arithmetic
 from revlib.report import approx, exact
@@ -198,7 +198,7 @@ plt.show()
 
 # %%
 NAMES = {"standard": "standard", "jepa": "JEPA", "jepa_memory": "JEPA + memory"}
-stored = sweeps.load(STORED_DIR, curves=True)
+stored = records.load(STORED_DIR, curves=True)
 P_stored = int(stored["modulus"].iloc[0])
 s_chance = 1 / P_stored
 groups = {(NAMES[m], int(pv)): g.sort_values("seed")
@@ -226,7 +226,7 @@ for (name, pv), g in groups.items():
           f"{exact(g['reverse_acc'])}, best all over the recorded steps {exact(peak)}, "
           f"train accuracy above 0.9 from step {first_step_above(g, 'train_acc', 0.9)}")
 for pv in sorted(set(stored["per_value"])):
-    t = sweeps.config_of(stored[stored["per_value"] == pv].iloc[0])
+    t = records.config_of(stored[stored["per_value"] == pv].iloc[0])
     facts = arithmetic_task(t.modulus, int(pv), t.n_chains, t.chain_len, t.core_frac,
                             [0])
     n_core = facts.train.shape[1] - t.modulus * pv - t.n_chains * t.chain_len
@@ -331,7 +331,7 @@ pick = mem[(mem["per_value"] == PER_VALUE) & (mem["seed"] == SEED)]
 if pick.empty:
     pick = mem[(mem["per_value"] == 4) & (mem["seed"] == 0)]
 row = pick.iloc[0]
-live = arithmetic.run(sweeps.config_of(row, steps=LIVE_STEPS, eval_points=2, n_seeds=1,
+live = arithmetic.run(records.config_of(row, steps=LIVE_STEPS, eval_points=2, n_seeds=1,
                                        **({"lr": 1e-12} if CONTROL == "no_training"
                                           else {})))
 
@@ -339,7 +339,7 @@ live = arithmetic.run(sweeps.config_of(row, steps=LIVE_STEPS, eval_points=2, n_s
 same = mem[mem["per_value"] == row["per_value"]]
 print(f"re-run: JEPA + memory, {row['per_value']} per value, seed {row['seed']}")
 excess = []
-for name, got, ref, allowed in sweeps.live_against_stored(
+for name, got, ref, allowed in records.live_against_stored(
         same, live, ("train_acc", "probe_acc"), LIVE_STEPS, int(row["seed"]), TOL_LIVE):
     print(f"step {LIVE_STEPS}, {name}: live {approx(got, TOL_LIVE)}, stored {ref:.3f}")
     excess.append(abs(got - ref) - (allowed - TOL_LIVE))

@@ -12,20 +12,17 @@ not enter the budget.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import math
 import multiprocessing
-import subprocess
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from revlib import _validate, repro
+from revlib import _validate, records, repro
 from revlib.data import noisy_recall as nr
 from revlib.models.transformer import Transformer, TransformerConfig
 from revlib.train import History, TrainConfig, train
@@ -157,26 +154,42 @@ def run(config: Config) -> Result:
                   histories=histories)
 
 
-def to_json(result: Result, seconds: float) -> dict:
-    """The sweep as plain data: config, git hash, run time and every history ``[E, S]``."""
-    return {"config": {k: v for k, v in asdict(result.config).items()},
-            "git": _git_hash(), "cpu_seconds": round(seconds, 1),
-            "n_params": result.n_params.tolist(), "mlp_params": result.mlp_params.tolist(),
-            "steps": result.histories[0].steps.tolist(),
-            "values": [{k: np.round(v, 5).tolist() for k, v in h.values.items()}
-                       for h in result.histories]}
+def to_record(result: Result, cpu_seconds: float, seconds: float | None = None,
+              git: tuple[str | None, bool | None] | None = None) -> dict:
+    """The sweep as a record (:mod:`revlib.records`): history ``i`` (allocation ``i``) at
+    ``histories.<i>``, curves rounded to 5 decimals, the weight counts as extras."""
+    histories, metrics = {}, {}
+    for i, h in enumerate(result.histories):
+        curves = {k: np.round(v, 5).T.tolist() for k, v in h.values.items()}   # [S][E]
+        histories[f"histories.{i}"] = {"steps": h.steps.tolist(), "lr": float(h.lr),
+                                       "curves": curves}
+        metrics.update({f"histories.{i}.{k}": [c[-1] for c in per_seed]
+                        for k, per_seed in curves.items()})
+    return records.make("allocation", result.config, seeds=result.config.seeds,
+                        metrics=metrics, histories=histories,
+                        extras={"n_params": result.n_params.tolist(),
+                                "mlp_params": result.mlp_params.tolist()},
+                        seconds=None if seconds is None else round(seconds, 1),
+                        cpu_seconds=round(cpu_seconds, 1), git=git)
+
+
+def from_record(rec: dict) -> Result:
+    """The :class:`Result` of a record of :func:`to_record` (no models; histories only)."""
+    cfg = dict(rec["config"])
+    cfg["allocations"] = tuple(tuple(a) for a in cfg["allocations"])
+    config = Config(**cfg)
+    paths = sorted(rec["histories"], key=lambda p: int(p.rsplit(".", 1)[1]))
+    histories = [History(steps=np.array(h["steps"]), lr=config.lr,
+                         values={k: np.array(v).T for k, v in h["curves"].items()})
+                 for h in (rec["histories"][p] for p in paths)]
+    return Result(config=config, n_params=np.array(rec["extras"]["n_params"]),
+                  mlp_params=np.array(rec["extras"]["mlp_params"]), histories=histories)
 
 
 def load(path) -> Result:
-    """A sweep written by :func:`main` (no models; histories only)."""
-    raw = json.loads(Path(path).read_text())
-    cfg = dict(raw["config"])
-    cfg["allocations"] = tuple(tuple(a) for a in cfg["allocations"])
-    config = Config(**cfg)
-    histories = [History(steps=np.array(raw["steps"]), lr=config.lr,
-                         values={k: np.array(v) for k, v in h.items()}) for h in raw["values"]]
-    return Result(config=config, n_params=np.array(raw["n_params"]),
-                  mlp_params=np.array(raw["mlp_params"]), histories=histories)
+    """The sweep in the record file ``path`` written by :func:`main`."""
+    (rec,) = records.read(path)
+    return from_record(rec)
 
 
 def main(argv=None) -> None:
@@ -187,7 +200,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--eval-points", type=int, default=16)
     args = parser.parse_args(argv)
-    wall = time.time()
+    wall, git = time.time(), records.git_state()   # the code version at the start
     config = Config(n_seeds=args.n_seeds, steps=args.steps, eval_points=args.eval_points)
     # one process per allocation (each single-threaded, as repro.setup makes it)
     with multiprocessing.get_context("spawn").Pool(len(config.allocations)) as pool:
@@ -195,13 +208,10 @@ def main(argv=None) -> None:
     result = Result(config=config, n_params=np.concatenate([p[0].n_params for p in parts]),
                     mlp_params=np.concatenate([p[0].mlp_params for p in parts]),
                     histories=[p[0].histories[0] for p in parts])
-    data = to_json(result, sum(p[1] for p in parts))
-    data["wall_seconds"] = round(time.time() - wall, 1)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")  # written whole, then renamed: never half-written
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, out)
+    records.write(out, to_record(result, sum(p[1] for p in parts), time.time() - wall,
+                                 git=git))
 
 
 def _run_one(config: Config) -> tuple[Result, float]:
@@ -209,14 +219,6 @@ def _run_one(config: Config) -> tuple[Result, float]:
     start = time.process_time()
     result = run(config)
     return result, time.process_time() - start
-
-
-def _git_hash() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

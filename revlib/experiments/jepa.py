@@ -1,23 +1,21 @@
 """Chapter "JEPA breaks the curse": the JEPA model of :mod:`revlib.models.jepa` on two-token names.
 
 ``python -m revlib.experiments.jepa --sweep data/binding_jepa_sweep.json`` runs the sweeps that
-do not fit in a notebook and writes them, with config, seeds, git hash and run time, to JSON.
+do not fit in a notebook and writes them as records (:mod:`revlib.records`, one per run, with
+config, seeds, git hash and run time).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import os
-import subprocess
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate, records, repro
 from revlib.data.binding import SPLITS, BindingTask, binding_task
 from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss, resolve_concept_ln
 from revlib.train import History, TrainConfig, train
@@ -202,49 +200,53 @@ SWEEP = {
 }
 
 
-def _git_hash() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def sweep(base: Config, out: str | None = None) -> list[dict]:
-    """Every configuration of :data:`SWEEP` on top of ``base``; final metrics per seed.
+    """Every configuration of :data:`SWEEP` on top of ``base``; the rows of
+    :func:`load_sweep`.
 
     A configuration shared by several sweeps (the base model) is trained once. With ``out``,
-    the rows so far are written (atomically) after every run, so a cut-off sweep keeps its data.
+    the records so far (:mod:`revlib.records`, one per row, with its ``sweep`` and
+    ``variant``) are written atomically after every run, so a cut-off sweep keeps its data.
     """
-    rows, done, git = [], {}, _git_hash()   # the code version at the start of the sweep
+    recs, done = [], {}
+    git = records.git_state()   # the code version at the start of the sweep
     for name, variants in SWEEP.items():
         for v in variants:
             cfg = dataclasses.replace(base, **v)
             if cfg not in done:
                 t0, cpu0 = time.time(), time.process_time()
                 r = run(cfg)
-                done[cfg] = {"run_time_s": round(time.time() - t0, 1),
-                             "cpu_time_s": round(time.process_time() - cpu0, 1),
-                             "steps_recorded": r.history.steps.tolist(),
-                             **{k: np.round(r.history[k], 4).T.tolist() for k in r.history.values}}
-            rows.append({"sweep": name, "variant": v, "config": dataclasses.asdict(cfg),
-                         "seeds": cfg.seeds, "git": git, **done[cfg]})
+                curves = {k: np.round(r.history[k], 4).T.tolist() for k in r.history.values}
+                done[cfg] = dict(
+                    metrics={k: [c[-1] for c in per_seed] for k, per_seed in curves.items()},
+                    histories={"history": {"steps": r.history.steps.tolist(),
+                                           "lr": float(r.history.lr), "curves": curves}},
+                    seconds=round(time.time() - t0, 1),
+                    cpu_seconds=round(time.process_time() - cpu0, 1))
+            recs.append(records.make("jepa", cfg, seeds=cfg.seeds, git=git, sweep=name,
+                                     variant=v, **done[cfg]))
             if out is not None:
-                _write_atomic(out, rows)
+                records.write(out, recs)
+    return _rows(recs)
+
+
+def _rows(recs: list[dict]) -> list[dict]:
+    """Sweep rows of records: ``sweep``, ``variant``, ``config``, ``seeds``, ``git``,
+    ``run_time_s``, ``cpu_time_s``, ``steps_recorded`` and each metric ``[S, E]``."""
+    rows = []
+    for rec in recs:
+        hist = rec["histories"]["history"]
+        rows.append({"sweep": rec["sweep"], "variant": rec["variant"],
+                     "config": rec["config"], "seeds": rec["seeds"], "git": rec["git"],
+                     "run_time_s": rec["seconds"], "cpu_time_s": rec["cpu_seconds"],
+                     "steps_recorded": hist["steps"], **hist["curves"]})
     return rows
 
 
-def _write_atomic(path: str, rows: list[dict]) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(rows, fh, indent=1)
-    os.replace(tmp, path)
-
-
 def load_sweep(path: str) -> list[dict]:
-    """Rows of :func:`sweep`; each metric is ``[S, E]`` (seed, evaluation point)."""
-    with open(path) as fh:
-        return json.load(fh)
+    """Rows of :func:`sweep` from its file of records; each metric is ``[S, E]`` (seed,
+    evaluation point)."""
+    return _rows(records.read(path))
 
 
 def main() -> None:

@@ -6,23 +6,21 @@ Zhu et al. (2024, Section 5) train GPT-2 from scratch on the sentences of
 with :class:`revlib.models.transformer.Transformer` (no dropout; GPT-2 has 0.1).
 
 ``python -m revlib.experiments.multi_layer --sweep data/multi_layer_sweep.json`` runs every
-entry of :data:`VARIANTS` and writes the final numbers with config, seeds, git hash and run time.
+entry of :data:`VARIANTS` and writes one record per variant (:mod:`revlib.records`) with the
+final numbers, config, seeds, git hash and run time.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import time
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
-from revlib import _validate, probes, repro
+from revlib import _validate, probes, records, repro
 from revlib.data import sequences
 from revlib.models.transformer import POSITIONS, Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
@@ -299,26 +297,21 @@ VARIANTS: dict[str, dict] = {
 }
 
 
-def _git_hash() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def sweep(base: Config, variants: dict[str, dict] = VARIANTS) -> list[dict]:
-    """Run every variant; one record per variant with its config, per-seed numbers and time."""
-    records = []
+    """Run every variant; one record (:mod:`revlib.records`) per variant with its config,
+    per-seed numbers (as extras), its ``variant`` name and CPU time."""
+    recs, git = [], records.git_state()   # the code version at the start of the sweep
     for name, change in variants.items():
         cfg = replace(base, **change)
         t0 = time.process_time()
         res = run(cfg)
-        records.append({"variant": name, "config": asdict(cfg), "seeds": cfg.seeds,
-                        "epochs": res.epochs.tolist(), "log_vocab": res.log_vocab,
-                        "train_nll": res.train_nll.T.tolist(), "val_nll": res.val_nll.T.tolist(),
-                        "n_params": res.n_params, "cpu_seconds": round(time.process_time() - t0, 1)})
-    return records
+        recs.append(records.make(
+            "multi_layer", cfg, seeds=cfg.seeds, git=git, variant=name,
+            cpu_seconds=round(time.process_time() - t0, 1),
+            extras={"epochs": res.epochs.tolist(), "log_vocab": res.log_vocab,
+                    "train_nll": res.train_nll.T.tolist(), "val_nll": res.val_nll.T.tolist(),
+                    "n_params": res.n_params}))
+    return recs
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -330,8 +323,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     repro.setup(args.seed)
     base = Config(seed=args.seed, n_seeds=args.n_seeds, steps=args.steps)
-    out = {"code_version": _git_hash(), "torch": torch.__version__, "runs": sweep(base)}
-    Path(args.sweep).write_text(json.dumps(out, indent=1) + "\n")
+    records.write(args.sweep, sweep(base))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,155 @@
+"""revlib.records: every stored file in data/ is in the record format, and the three files
+converted from older formats by scripts/convert-records hold the original numbers exactly.
+
+The originals are rebuilt from the converted records and compared with a digest of each
+original file (taken before the conversion), and, where git history is at hand, with the
+original file itself (``git show <commit>:data/...``)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from revlib import records
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
+# the last commit with the three files in their old formats
+BEFORE = "67431830f688c388eecb425292132644de10c91c"
+# sha256 of the original's canonical JSON (sorted keys, no spaces)
+DIGEST = {
+    "binding_jepa_sweep.json":
+        "73de442b61a3c82ddbab06ce9d9ea338e0aaa7bc914ff810e655c055eb604eec",
+    "allocation_sweep.json":
+        "99ba3e4b8bd886d5c795d778da396d8885a58074a1ddd56e141c423d6a225f93",
+    "lm_laser_sweep.json":
+        "5d083851f7df66da50db5532c8a267add1467de77a6df1a0fb73991219f8ecd5",
+}
+
+
+def _convert_module():
+    spec = importlib.util.spec_from_file_location(
+        "convert_records", ROOT / "scripts" / "convert_records.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _digest(obj) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _original(name: str):
+    """The pre-conversion file from git, or None where the history is not available."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "show", f"{BEFORE}:data/{name}"],
+                             capture_output=True, text=True, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return json.loads(out.stdout)
+
+
+# ---- the originals, rebuilt from the records (the inverse of scripts/convert-records)
+
+def _jepa_rows(recs):
+    from revlib.experiments import jepa
+
+    return jepa._rows(recs)
+
+
+def _allocation_raw(rec):
+    h = rec["histories"]
+    paths = sorted(h, key=lambda p: int(p.rsplit(".", 1)[1]))
+    return {"config": rec["config"], "git": rec["git"], "cpu_seconds": rec["cpu_seconds"],
+            "n_params": rec["extras"]["n_params"],
+            "mlp_params": rec["extras"]["mlp_params"], "steps": h[paths[0]]["steps"],
+            "values": [{k: [list(r) for r in zip(*v)] for k, v in h[p]["curves"].items()}
+                       for p in paths],
+            "wall_seconds": rec["seconds"]}
+
+
+def _laser_raw(rec):
+    ex = rec["extras"]
+    return {"model": rec["model"], "config": rec["config"], "ranks": ex["ranks"],
+            "baseline": ex["baseline"], "values": ex["values"], "versions": rec["versions"],
+            "git": rec["git"], "git_dirty": rec["git_dirty"],
+            "cpu_capability": rec["cpu_capability"], "seconds": rec["seconds"]}
+
+
+REBUILD = {"binding_jepa_sweep.json": lambda recs: _jepa_rows(recs),
+           "allocation_sweep.json": lambda recs: _allocation_raw(recs[0]),
+           "lm_laser_sweep.json": lambda recs: _laser_raw(recs[0])}
+
+
+@pytest.mark.parametrize("name", sorted(DIGEST))
+def test_converted_file_holds_the_original_numbers(name):
+    recs = records.read(DATA / name)
+    assert all(r["converted"] == "scripts/convert-records" for r in recs)
+    rebuilt = REBUILD[name](recs)
+    assert _digest(rebuilt) == DIGEST[name]
+    original = _original(name)
+    if original is None:
+        pytest.skip("no git history here: checked against the digest only")
+    assert _digest(original) == DIGEST[name]
+    assert rebuilt == original
+    # and the converter, run again on the original, writes this very file
+    assert _convert_module().convert(original, recs[0]["experiment"]) == \
+        json.loads((DATA / name).read_text())
+
+
+def test_every_stored_file_in_data_is_records():
+    files = sorted(DATA.glob("*.json")) + sorted(DATA.glob("sweeps/*/*.json"))
+    assert len(files) > 3
+    old = []
+    for path in files:
+        raw = json.loads(path.read_text())
+        if isinstance(raw, dict) and set(raw) <= {"records", "live_check"}:
+            continue   # prompt_caching: records under a key, and a live check's numbers
+        try:
+            records.read(path)
+        except ValueError:
+            old.append(path.relative_to(ROOT))
+    assert not old, f"not in the record format: {old}"
+
+
+def test_converted_files_load_as_frames_and_through_their_chapters():
+    from revlib.experiments import allocation, jepa, pretrained_lm
+
+    df = records.load(DATA / "allocation_sweep.json", curves=True)
+    sweep = allocation.load(DATA / "allocation_sweep.json")
+    assert list(df["seed"]) == sweep.config.seeds
+    np.testing.assert_array_equal(np.stack(df["curve.histories.0.bigram_excess"]).T,
+                                  sweep.histories[0]["bigram_excess"])
+    rows = jepa.load_sweep(DATA / "binding_jepa_sweep.json")
+    assert len(rows) == len(records.read(DATA / "binding_jepa_sweep.json"))
+    assert len(records.load(DATA / "binding_jepa_sweep.json")) == \
+        sum(len(r["seeds"]) for r in rows)
+    sw, meta = pretrained_lm.load_sweep(DATA / "lm_laser_sweep.json")
+    assert sw.config.layers == tuple(range(15, 30)) and meta["cpu_capability"]
+    assert sw.values["factual/logodds"].shape == (2, 15, 4)
+
+
+def test_write_read_round_trip_and_errors(tmp_path):
+    rec = records.make("bilinear", {"m": 4, "shape": (1, 2)}, seeds=[0],
+                       metrics={"loss": [0.5]}, seconds=1.23456, git=(None, None),
+                       note="x")
+    assert rec["config"]["shape"] == [1, 2] and rec["seconds"] == 1.235
+    assert rec["note"] == "x" and rec["torch_version"] and rec["git"] is None
+    records.write(tmp_path / "one.json", rec)
+    records.write(tmp_path / "two.json", [rec, rec])
+    assert records.read(tmp_path / "one.json") == [rec]
+    assert len(records.load(tmp_path)) == 3 and len(records.load(tmp_path / "one.json")) == 1
+    with pytest.raises(ValueError, match="experiment"):
+        records.make("", {})
+    with pytest.raises(ValueError, match="config"):
+        records.make("bilinear", [1, 2])
+    (tmp_path / "bad.json").write_text('[{"experiment": "x"}]')
+    with pytest.raises(ValueError, match="bad.json is not a revlib record"):
+        records.read(tmp_path / "bad.json")
