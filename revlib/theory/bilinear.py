@@ -20,6 +20,8 @@ def gradient(theta: torch.Tensor, vocab: torch.Tensor, inp: torch.Tensor,
     Every term is an outer product ``x (.)^T`` of embeddings, so the gradient lies in
     ``span(V) (x) span(V)``: gradient descent never leaves the span, which is why training
     in span coordinates is exact.
+
+    Implements eq-bilinear-gradient.
     """
     r = vocab.shape[-1]
     x = torch.gather(vocab, 1, inp[..., None].expand(-1, -1, r))
@@ -39,6 +41,8 @@ def orthogonal_limit_train_loss(t: np.ndarray, m: int, n_train: int) -> np.ndarr
         ``e^s + (m - 1) s - 1 = m t / N``,   ``L(t) = log(1 + (m - 1) e^{-s})``.
 
     This is the ``d -> infinity`` limit; the reverse loss stays at ``log m`` exactly there.
+
+    Implements eq-bilinear-limit.
     """
     t = np.asarray(t, dtype=float)
     rhs = m * t / n_train
@@ -51,7 +55,10 @@ def orthogonal_limit_train_loss(t: np.ndarray, m: int, n_train: int) -> np.ndarr
 
 def near_orthogonality_scale(m: int, d: np.ndarray) -> np.ndarray:
     """``sqrt(2 log m / d)``: the scale of the largest ``|cos|`` among ``m`` Gaussian
-    embeddings in dimension ``d`` (Johnson-Lindenstrauss; why ``d = Omega(log m)`` suffices)."""
+    embeddings in dimension ``d`` (Johnson-Lindenstrauss; why ``d = Omega(log m)`` suffices).
+
+    Serves thm-bilinear-separation (its near-orthogonality condition; no equation label
+    of its own)."""
     return np.sqrt(2 * math.log(m) / np.asarray(d, dtype=float))
 
 
@@ -62,6 +69,8 @@ def smallest_epsilon(train_loss: np.ndarray, reverse_loss: np.ndarray) -> np.nda
     reads ``log(Lrev_t/Lrev_0) >= epsilon * log(L_t/L_0)``, and ``log(L_t/L_0) < 0`` once
     training has started, so ``epsilon >= log(Lrev_t/Lrev_0) / log(L_t/L_0)`` for each ``t``.
     Returns ``[S]``.
+
+    Implements the bound of thm-bilinear-separation (no equation label of its own).
     """
     ratio = np.log(train_loss[1:] / train_loss[:1])
     rev = np.log(reverse_loss[1:] / reverse_loss[:1])
@@ -74,6 +83,8 @@ def initial_probability_range(theta0: torch.Tensor, vocab: torch.Tensor) -> torc
     """``[S, 2]``: min and max of ``m * p_Theta0(y | x)`` over all ``x, y`` in ``V``.
 
     The pretrained-initialisation theorem needs ``1/(2m) < p < 2/m``, i.e. both in ``(1/2, 2)``.
+
+    Implements the condition of thm-bilinear-pretrained on eq-bilinear-model.
     """
     m = vocab.shape[1]
     p = torch.softmax(vocab @ theta0 @ vocab.transpose(-1, -2), dim=-1) * m

@@ -34,18 +34,23 @@ KINDS = ("bce_hard", "sld_soft", "bce_soft_noisy")
 
 
 def sigmoid(x):
+    """The sigma of eq-caching-model."""
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
 
 
 def hit_probability(cos, lam: float, c: float):
     """``sigma(cos / lam - c)``: the caching model's probability that a cached response
-    answers the new prompt (``lam > 0`` a temperature, ``c`` an offset)."""
+    answers the new prompt (``lam > 0`` a temperature, ``c`` an offset).
+
+    Implements eq-caching-model."""
     _validate.real("lam", lam, 0.0, None, lo_open=True)
     return sigmoid(np.asarray(cos, dtype=float) / lam - c)
 
 
 def kl_bernoulli(p, q) -> np.ndarray:
-    """``KL(Bern(p) || Bern(q))`` elementwise (clipped away from 0 and 1)."""
+    """``KL(Bern(p) || Bern(q))`` elementwise (clipped away from 0 and 1).
+
+    Implements the KL of eq-caching-risk."""
     p = np.clip(np.asarray(p, dtype=float), 1e-12, 1 - 1e-12)
     q = np.clip(np.asarray(q, dtype=float), 1e-12, 1 - 1e-12)
     return p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))
@@ -53,13 +58,18 @@ def kl_bernoulli(p, q) -> np.ndarray:
 
 def excess_risk(theta, theta_star, psi) -> float:
     """``E_psi KL(sigma(theta*^T psi) || sigma(theta^T psi))``: the excess log-loss of
-    ``theta`` over the teacher, averaged over the rows of ``psi`` ``[m, D]``."""
+    ``theta`` over the teacher, averaged over the rows of ``psi`` ``[m, D]``.
+
+    Implements eq-caching-risk."""
     return float(kl_bernoulli(sigmoid(psi @ theta_star), sigmoid(psi @ theta)).mean())
 
 
 def fit_bce(psi, targets, ridge: float = 1e-6, iters: int = 50) -> np.ndarray:
     """Minimiser of the mean BCE between ``targets`` ``[n]`` (hard 0/1 or soft in [0, 1])
-    and ``sigma(psi theta)``, by Newton's method with a tiny ridge (for separable data)."""
+    and ``sigma(psi theta)``, by Newton's method with a tiny ridge (for separable data).
+
+    Serves thm-caching-bce and thm-caching-bias (the BCE fit; no equation label of its
+    own)."""
     n, D = psi.shape
     theta = np.zeros(D)
     for _ in range(iters):
@@ -74,30 +84,40 @@ def fit_bce(psi, targets, ridge: float = 1e-6, iters: int = 50) -> np.ndarray:
 
 
 def fit_sld(psi, logits) -> np.ndarray:
-    """Minimiser of the mean squared logit difference ``(psi theta - z)^2``: least squares."""
+    """Minimiser of the mean squared logit difference ``(psi theta - z)^2``: least squares.
+
+    Serves thm-caching-sld (the least-squares fit; no equation label of its own)."""
     return np.linalg.lstsq(psi, logits, rcond=None)[0]
 
 
 def features(rng, n: int, D: int) -> np.ndarray:
-    """Pair features ``[n, D]``, i.i.d. N(0, I / D) (so ``E |psi|^2 = 1``)."""
+    """Pair features ``[n, D]``, i.i.d. N(0, I / D) (so ``E |psi|^2 = 1``).
+
+    Serves eq-caching-risk (the features psi; no equation label of its own)."""
     return rng.standard_normal((n, D)) / np.sqrt(D)
 
 
 def teacher(rng, D: int, scale: float) -> np.ndarray:
     """``theta*`` of norm ``scale * sqrt(D)``, so that the teacher logits have standard
-    deviation ``scale``."""
+    deviation ``scale``.
+
+    Serves eq-caching-risk (the teacher theta*; no equation label of its own)."""
     t = rng.standard_normal(D)
     return scale * np.sqrt(D) * t / np.linalg.norm(t)
 
 
 def predicted_bce_hard(n, D: int) -> np.ndarray:
-    """First-order excess KL of logistic maximum likelihood: ``D / (2 n)``."""
+    """First-order excess KL of logistic maximum likelihood: ``D / (2 n)``.
+
+    Implements the rate of thm-caching-bce."""
     return D / (2.0 * np.asarray(n, dtype=float))
 
 
 def predicted_sld(n, theta_star, psi, tau: float) -> np.ndarray:
     """First-order excess KL of least squares on noisy logits:
-    ``tau^2 tr(Sigma^-1 H) / (2 n)`` with ``Sigma``, ``H`` estimated on ``psi`` ``[m, D]``."""
+    ``tau^2 tr(Sigma^-1 H) / (2 n)`` with ``Sigma``, ``H`` estimated on ``psi`` ``[m, D]``.
+
+    Implements the rate of thm-caching-sld."""
     s = psi @ theta_star
     w = sigmoid(s) * (1 - sigmoid(s))
     Sigma = psi.T @ psi / len(psi)
@@ -107,7 +127,9 @@ def predicted_sld(n, theta_star, psi, tau: float) -> np.ndarray:
 
 def bce_soft_floor(theta_star, tau: float, rng, m: int = 400_000) -> float:
     """Excess KL of the population minimiser of BCE on soft labels ``sigma(s* + eps)``,
-    ``eps ~ N(0, tau^2)``: the floor that more data cannot lower (0 when ``tau = 0``)."""
+    ``eps ~ N(0, tau^2)``: the floor that more data cannot lower (0 when ``tau = 0``).
+
+    Implements the floor of thm-caching-bias."""
     psi = features(rng, m, len(theta_star))
     soft = sigmoid(psi @ theta_star + tau * rng.standard_normal(m))
     theta_bar = fit_bce(psi, soft)
@@ -129,7 +151,9 @@ class Rates:
 
 
 def loglog_slope(n, y) -> float:
-    """Least-squares slope of ``log y`` against ``log n``."""
+    """Least-squares slope of ``log y`` against ``log n``.
+
+    Serves thm-caching-sld and thm-caching-bce (their rates' slopes)."""
     return float(np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
@@ -140,7 +164,10 @@ def simulate(n_grid=(250, 1000, 4000, 16000), D: int = 16, scale: float = 2.0,
     (SLD's ``z = s* + eps`` and the noisy soft labels); ``shuffle``: permute the targets
     across samples (a control: the features then carry no information, and no rate
     survives); ``unbiased_soft``: the soft labels' noise is made zero-mean in probability
-    (``sigma(s*) +- tau/2 * min(p, 1 - p)``, a control: BCE is then unbiased, no floor)."""
+    (``sigma(s*) +- tau/2 * min(p, 1 - p)``, a control: BCE is then unbiased, no floor).
+
+    Serves thm-caching-sld, thm-caching-bce and thm-caching-bias (eq-caching-risk
+    against n)."""
     _validate.integer("D", D, 1, 10_000)
     _validate.integer("reps", reps, 1, 1_000)
     _validate.real("tau", tau, 0.0, None)

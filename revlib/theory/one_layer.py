@@ -22,6 +22,8 @@ def gradient_Y(Y: torch.Tensor, ctx: torch.Tensor, query: torch.Tensor,
 
     Row ``x`` of the gradient is zero unless ``x`` is a context or query token of some
     training sentence: a token never seen as input keeps its row of ``Y`` forever.
+
+    Implements eq-onelayer-grad-y.
     """
     S, N = target.shape
     M = Y.shape[-1]
@@ -47,6 +49,8 @@ def forward_flow(t: np.ndarray, M: int, n: int, n_train: int,
         ``a' = (1-p)/N,  b' = -q/N,  c' = -w/N,  r_B' = ((1-p) - (n-1) q)/N,  r_O' = -n w/N``.
 
     Integrated with RK4 (step ``dt``, default ``0.05 N``: every rate is at most ``1/N``). Returns ``Y_AB`` (``a``) and ``p`` at the times ``t``.
+
+    Implements eq-onelayer-flow.
     """
     t = np.asarray(t, dtype=float)
     N = float(n_train)
