@@ -23,15 +23,17 @@ import torch
 import torch.nn.functional as F
 
 from revlib import _validate, records, repro
+from revlib.config import ExperimentConfig
 from revlib.data import noisy_recall as nr
+from revlib.metrics import masked_mean
 from revlib.models.transformer import Transformer, TransformerConfig
-from revlib.train import History, TrainConfig, train
+from revlib.train import History, train
 
 ALLOCATIONS = ((2, 4), (3, 2), (4, 1), (6, 0))
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """``allocations``: ``(n_layer, ff_mult)`` pairs (``ff_mult = 0``: no MLP). Adam on the
     cross-entropy of every next token of fresh noisy sequences. ``layernorm``: pre-LN blocks
     (their gains and biases then add ``(4 n_layer + 2) d`` weights outside the budget); off by
@@ -42,8 +44,6 @@ class Config:
     d: int = 64
     seq_len: int = 64
     alpha: float = 0.5
-    seed: int = 0
-    n_seeds: int = 1
     steps: int = 1500
     batch_size: int = 32
     lr: float = 3e-3
@@ -51,23 +51,21 @@ class Config:
     n_test: int = 128
     eval_points: int = 7
 
+    OPTIMIZER = "adam"
+
     def __post_init__(self):
-        if not self.allocations:
-            raise ValueError("allocations must name at least one (n_layer, ff_mult) pair")
-        for i, (layers, mult) in enumerate(self.allocations):
+        _validate.sequence("allocations", self.allocations, 1)   # (n_layer, ff_mult)
+        for i, pair in enumerate(self.allocations):
+            _validate.sequence(f"allocations[{i}]", pair, 2, 2)
+            layers, mult = pair
             _validate.integer(f"allocations[{i}].n_layer", layers, 1, 24)
             _validate.integer(f"allocations[{i}].ff_mult", mult, 0, 64)
         _validate.integer("d", self.d, 4, 4096)
         _validate.integer("seq_len", self.seq_len, 8, 4096)
         _validate.real("alpha", self.alpha, 0.0, 1.0, hi_open=True)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
+        _validate.boolean("layernorm", self.layernorm)
         _validate.integer("n_test", self.n_test, 8, 100_000)
-        self.train_config()
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adam",
-                           batch_size=self.batch_size, eval_points=self.eval_points)
+        super().__post_init__()  # seed, n_seeds; steps, lr, batch_size, eval_points
 
     def model_config(self, n_layer: int, ff_mult: int) -> TransformerConfig:
         std = 1.0 / math.sqrt(3 * self.d)
@@ -76,10 +74,6 @@ class Config:
             d_model=self.d, ff="mlp" if ff_mult else "none", ff_mult=max(ff_mult, 1),
             positional="absolute", layernorm=self.layernorm, tied=False, freeze_embeddings=True,
             freeze_unembedding=True, init_std=std, embed_std=1.0, head_std=std)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass
@@ -144,8 +138,8 @@ def run(config: Config) -> Result:
             nll = F.cross_entropy(logits, test.y.flatten(),
                                   reduction="none").view(test.y.shape)
             excess = nll - bayes
-            return {"bigram_excess": _mean(excess, background),
-                    "recall_excess": _mean(excess, recall)}
+            return {"bigram_excess": masked_mean(excess, background),
+                    "recall_excess": masked_mean(excess, recall)}
 
         histories.append(train(model, loss, config.train_config(), evaluate,
                                n_train=pool.x.shape[1], n_seeds=S,
@@ -219,11 +213,6 @@ def _run_one(config: Config) -> tuple[Result, float]:
     start = time.process_time()
     result = run(config)
     return result, time.process_time() - start
-
-
-def _mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = mask.to(values.dtype)
-    return (values * m).sum(dim=(1, 2)) / m.sum(dim=(1, 2)).clamp_min(1)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,16 @@ import numpy as np
 import torch
 
 from revlib import _validate, records, repro
+from revlib.config import ExperimentConfig
 from revlib.data.binding import SPLITS, BindingTask, binding_task
-from revlib.models.jepa import JEPA, JEPAConfig, infonce_loss, resolve_concept_ln
-from revlib.train import History, TrainConfig, train
+from revlib.metrics import answer_rank, mean_reciprocal_rank
+from revlib.models.jepa import (JEPA, JEPAConfig, check_sizes, infonce_loss,
+                                resolve_concept_ln)
+from revlib.train import History, train
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """Data as in :mod:`revlib.experiments.surface_names`; model: ``n_rec`` recognition and
     ``n_sem`` semantic blocks of width ``d_model``, or ``memory=True`` (top-1 memory layer as the
     recognition module). ``concept_ln="auto"``: as the paper's scripts, parameter-free RMS norm
@@ -46,35 +49,29 @@ class Config:
     weight_decay: float = 0.1
     batch_size: int = 128
     steps: int = 2000
-    seed: int = 0
     n_seeds: int = 3
     n_eval: int = 400
     eval_points: int = 6
     shuffle_atomic: bool = False
 
+    OPTIMIZER = "adamw"
+
     def __post_init__(self):
-        if not isinstance(self.shuffle_atomic, bool):
-            raise ValueError(f"shuffle_atomic must be True or False, got {self.shuffle_atomic!r}")
+        _validate.boolean("shuffle_atomic", self.shuffle_atomic)
+        _validate.integer("n_a", self.n_a, 2, 10**6)
+        _validate.integer("n_b", self.n_b, 2, 10**6)
+        _validate.integer("n_rel", self.n_rel, 1, 100)
+        # >= 1: two-token names, the patches of the JEPA chapter
         _validate.integer("multiplicity", self.multiplicity, 1, 1000)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 64)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
-        self.model_config(10)
-        self.train_config()  # validates the optimiser fields
+        check_sizes(self.n_rec, self.n_sem, self.d_model, self.n_head, self.memory)
+        resolve_concept_ln(self.concept_ln, self.memory)
+        super().__post_init__()  # seed, n_seeds; the optimiser's fields
 
     def model_config(self, vocab_size: int) -> JEPAConfig:
         ln = resolve_concept_ln(self.concept_ln, self.memory)
         return JEPAConfig(vocab_size=vocab_size, n_rec=self.n_rec, n_sem=self.n_sem, d_model=self.d_model,
                           n_head=self.n_head, memory=self.memory, concept_ln=ln)
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
-                           batch_size=self.batch_size, weight_decay=self.weight_decay,
-                           eval_points=self.eval_points)
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
 
 @dataclass
@@ -125,8 +122,6 @@ def _memory_keys(task: BindingTask) -> torch.Tensor:
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` JEPA models (one batched model) and evaluate them."""
     task = binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds)
-    if task.name_length != 2:
-        raise ValueError("multiplicity must be >= 1 (two-token names) for the JEPA chapter")
     if config.shuffle_atomic:
         task = _shuffle_atomic(task, config.seeds)
     S = config.n_seeds
@@ -145,11 +140,9 @@ def run(config: Config) -> Result:
     def evaluate():
         out = {}
         for k, (p, last, gold) in evaluated.items():
-            scores = _scores(model, task, p, last)                                  # [S, N, E]
-            g = scores.gather(-1, gold[..., None])
-            rank = (scores > g).sum(-1) + 1
+            rank = answer_rank(_scores(model, task, p, last), gold)  # ties: against
             out[f"{k}_acc"] = (rank == 1).float().mean(-1)
-            out[f"{k}_mrr"] = (1.0 / rank.float()).mean(-1)
+            out[f"{k}_mrr"] = mean_reciprocal_rank(rank)
         return out
 
     history = train(model, loss, config.train_config(), evaluate,

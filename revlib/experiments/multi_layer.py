@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from revlib import _validate, probes, records, repro
+from revlib import _validate, metrics, probes, records, repro
+from revlib.config import ExperimentConfig
 from revlib.data import sequences
 from revlib.models.transformer import POSITIONS, Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
@@ -29,7 +30,7 @@ TASKS = ("reversal", "in_context")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ExperimentConfig):
     """Data: ``vocab`` entity ids (model vocabulary ``vocab + 2``, ``+ 3`` in context),
     ``word_size`` tokens per entity, ``split_ratio`` of pairs in both directions; in context,
     ``n_x`` A's times ``n_y`` B's with ``n_y_train`` B's per A in training. Model: ``n_layer``,
@@ -52,7 +53,6 @@ class Config:
     d_model: int = 64
     positional: str = "absolute"
     tied: bool = True
-    seed: int = 0
     n_seeds: int = 4
     steps: int = 300
     lr: float = 0.01
@@ -62,33 +62,32 @@ class Config:
     reverse_in_training: bool = False
     no_training: bool = False
 
+    OPTIMIZER = "adamw"
+    MAX_SEEDS = 256
+
     def __post_init__(self):
         _validate.choice("task", self.task, TASKS)
         _validate.integer("vocab", self.vocab, 8, 100_000)
         _validate.integer("word_size", self.word_size, 1, 4)
         _validate.real("split_ratio", self.split_ratio, 0.0, 1.0, hi_open=True)
+        _validate.integer("n_x", self.n_x, 1, 100_000)
+        _validate.integer("n_y", self.n_y, 2, 100_000)
+        _validate.integer("n_y_train", self.n_y_train, 1, 100_000)
         if self.task == "in_context":  # the in-context sizes matter only for that task
             _validate.integer("n_x", self.n_x, 1, self.vocab - 1)
             _validate.integer("n_y", self.n_y, 2, self.vocab - self.n_x)
             _validate.integer("n_y_train", self.n_y_train, 1, self.n_y - 1)
         _validate.choice("positional", self.positional, POSITIONS)
-        _validate.integer("seed", self.seed, 0, 2**31 - 1)
-        _validate.integer("n_seeds", self.n_seeds, 1, 256)
         for name in ("reverse_in_training", "no_training", "tied"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            _validate.boolean(name, getattr(self, name))
         if self.reverse_in_training and self.task != "reversal":
             raise ValueError("reverse_in_training applies to task 'reversal' only, "
                              f"got task {self.task!r}")
         self.model_config()  # validates n_layer, n_head, d_model (and rotary head width)
-        self.train_config()  # validates steps, lr, batch_size, weight_decay, eval_points
+        super().__post_init__()  # seed, n_seeds; the optimiser's fields
         if self.batch_size > self.n_train:
             raise ValueError(f"batch_size must be <= the {self.n_train} training sentences, "
                              f"got {self.batch_size}")
-
-    @property
-    def seeds(self) -> list[int]:
-        return repro.seed_list(self.seed, self.n_seeds)
 
     @property
     def seq_len(self) -> int:
@@ -249,8 +248,8 @@ def _heldout_mrr(model: Transformer, data: sequences.ReversalSequences) -> tuple
     for s in range(S):  # distinct first tokens: two-token entities may share one
         cands = {True: data.b[s, :, 0].unique(), False: data.a[s, :, 0].unique()}
         rows = [(logits[s, i, cands[bool(fwd[s, i])]], len(cands[bool(fwd[s, i])])) for i in range(n)]
-        # ties count against the answer
-        mrr.append(np.mean([1.0 / (row >= own[s, i]).sum().item() for i, (row, _) in enumerate(rows)]))
+        mrr.append(np.mean([1.0 / metrics.rank(row, own[s, i, 0]).item()
+                            for i, (row, _) in enumerate(rows)]))
         chance.append(np.mean([probes.chance_mrr(k) for _, k in rows]))
     return np.array(mrr), np.array(chance)
 
