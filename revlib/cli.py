@@ -3,15 +3,17 @@
 
 ``python -m revlib run bilinear --set m=16 --out r.json`` runs
 ``revlib.experiments.bilinear.run(Config(m=16))`` and writes one record
-(:mod:`revlib.records`). ``python -m revlib sweep bilinear --grid lr=0.5,1 --seeds 3 --out
-runs/`` writes one record per grid point and seed into ``runs/``, skipping those already
-there; :func:`revlib.records.load` reads such a folder into a DataFrame. Values are parsed
-by the type of the Config field (:func:`parse_assignment`).
+(:mod:`revlib.records`).
+``python -m revlib sweep bilinear --grid lr=0.5,1 --seeds 3 --out runs/`` writes one
+record per grid point and seed into ``runs/``, skipping those already there;
+:func:`revlib.records.load` reads such a folder into a DataFrame. Values are parsed by
+the type of the Config field (:func:`parse_assignment`).
 
 A mistake in what was asked (unknown experiment or field, a value the Config rejects, a
-missing GPU) ends the command with exit status 2 and one line on stderr naming it, before
-anything runs. A run that fails after it started is a bug worth a traceback (status 1); a
-sweep reports each failed run on one line and exits 1 once the others are done.
+missing GPU) ends the command with exit status 2 and one line on stderr naming it,
+before anything runs. A run that fails after it started is a bug worth a traceback
+(status 1); a sweep reports each failed run on one line and exits 1 once the others are
+done.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ from revlib import devices, records, sweeps
 
 
 def parse_assignment(name: str, text: str, grid: bool = False) -> tuple[str, list]:
-    """``"field=value"`` (or, with ``grid``, ``"field=v1,v2,..."``) -> ``(field, [values])``,
-    each value parsed by the type of experiment ``name``'s Config field.
+    """``"field=value"`` (or, with ``grid``, ``"field=v1,v2,..."``) -> ``(field,
+    [values])``, each value parsed by the type of experiment ``name``'s Config field.
 
-    Tuples are written ``a,b`` or ``(a,b)``; in a grid each tuple value needs its brackets:
-    ``ff=(mlp,mlp),(mlp,linear)``. Bools: ``true``/``false``; ``None``: ``none``.
+    Tuples are written ``a,b`` or ``(a,b)``; in a grid each tuple value needs its
+    brackets: ``ff=(mlp,mlp),(mlp,linear)``. Bools: ``true``/``false``; ``None``:
+    ``none``.
     """
     key, sep, raw = text.partition("=")
     key = key.strip()
@@ -48,7 +51,9 @@ def parse_assignment(name: str, text: str, grid: bool = False) -> tuple[str, lis
             raise ValueError("--grid needs at least one value")
         values = [_parse(p.strip(), known[key]) for p in parts]
     except ValueError as err:
-        raise ValueError(f"bad value for field {key!r} of experiment {name!r}: {err}") from None
+        raise ValueError(
+            f"bad value for field {key!r} of experiment {name!r}: {err}"
+        ) from None
     if len({json.dumps(records.plain(v)) for v in values}) != len(values):
         raise ValueError(f"--grid {key} repeats a value: {raw!r}")
     return key, values
@@ -99,7 +104,9 @@ def _parse(text: str, tp):
             elem = args[0] if args else str
             return origin(_parse(p, elem) for p in items)
         if len(items) != len(args):
-            raise ValueError(f"expected {len(args)} comma-separated values, got {text!r}")
+            raise ValueError(
+                f"expected {len(args)} comma-separated values, got {text!r}"
+            )
         return tuple(_parse(p, a) for p, a in zip(items, args))
     raise ValueError(f"fields of type {tp} cannot be set from the command line")
 
@@ -125,18 +132,30 @@ def _split(text: str) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m revlib", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m revlib", description=__doc__.split("\n")[0]
+    )
     sub = ap.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run one experiment config and write its record as JSON")
-    run.add_argument("experiment", help="a module of revlib.experiments (or a dotted module path)")
+    run = sub.add_parser(
+        "run", help="run one experiment config and write its record as JSON"
+    )
+    run.add_argument(
+        "experiment", help="a module of revlib.experiments (or a dotted module path)"
+    )
     run.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                      help="a Config field (repeatable); tuples as a,b")
     run.add_argument("--out", default="-", help="JSON file to write (default: stdout)")
-    run.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    run.add_argument(
+        "--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)"
+    )
 
-    sw = sub.add_parser("sweep", help="run a grid of configs x seeds on Dask, one JSON per run")
-    sw.add_argument("experiment", help="a module of revlib.experiments (or a dotted module path)")
+    sw = sub.add_parser(
+        "sweep", help="run a grid of configs x seeds on Dask, one JSON per run"
+    )
+    sw.add_argument(
+        "experiment", help="a module of revlib.experiments (or a dotted module path)"
+    )
     sw.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2",
                     help="values of a Config field (repeatable; the product is swept); "
                          "tuple values in brackets: ff=(mlp,mlp),(mlp,linear)")
@@ -147,17 +166,32 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", required=True, metavar="DIR",
                     help="folder of records; runs whose record is there are skipped")
     where = sw.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, default=1, metavar="K",
-                       help="single-threaded worker processes of a local Dask cluster (default: 1)")
+    where.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="K",
+        help="single-threaded worker processes of a local Dask cluster (default: 1)",
+    )
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="address of a running Dask scheduler (e.g. tcp://host:8786)")
-    sw.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    sw.add_argument(
+        "--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)"
+    )
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    fg = sub.add_parser("figure", help="regenerate one figure of the book (figures/<label>.*)")
-    fg.add_argument("label", nargs="?", help="the figure's label, e.g. fig-bilinear-losses")
-    fg.add_argument("--list", action="store_true", help="list the known labels and exit")
-    fg.add_argument("--out", metavar="DIR", help="folder to write to (default: figures/)")
+    fg = sub.add_parser(
+        "figure", help="regenerate one figure of the book (figures/<label>.*)"
+    )
+    fg.add_argument(
+        "label", nargs="?", help="the figure's label, e.g. fig-bilinear-losses"
+    )
+    fg.add_argument(
+        "--list", action="store_true", help="list the known labels and exit"
+    )
+    fg.add_argument(
+        "--out", metavar="DIR", help="folder to write to (default: figures/)"
+    )
     fg.add_argument("--timeout", type=int, default=3600, metavar="S",
                     help="seconds one cell may run (default: 3600)")
     return ap
@@ -229,10 +263,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     try:
-        failures = sweeps.run_sweep(args.experiment, tasks, args.out, workers=args.workers,
-                                    scheduler=args.scheduler, device=args.device,
-                                    progress=not args.no_progress)
-    except ValueError as err:   # raised before any run starts (an unreachable scheduler)
+        failures = sweeps.run_sweep(
+            args.experiment,
+            tasks,
+            args.out,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            device=args.device,
+            progress=not args.no_progress,
+        )
+    except ValueError as err:  # raised before any run starts (an unreachable scheduler)
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     for line in failures:

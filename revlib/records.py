@@ -2,24 +2,27 @@
 
 A record is plain JSON::
 
-    experiment, config (every field), seeds [S], device, metrics {name: [S] final values},
-    histories {path: {steps [E], lr, curves {name: [S][E]}}}, extras {field: plain data},
-    revlib_version, torch_version,
-    git, git_dirty, seconds (wall), cpu_seconds (this process's CPU time), cpu_capability
+    experiment, config (every field), seeds [S], device,
+    metrics {name: [S] final values},
+    histories {path: {steps [E], lr, curves {name: [S][E]}}},
+    extras {field: plain data}, revlib_version, torch_version,
+    git, git_dirty, seconds (wall), cpu_seconds (this process's CPU time),
+    cpu_capability
 
-and may hold more provenance (``versions`` of other packages, ``model``). A stored file holds
-one record, or a list of records (a runner that trains several configurations in one process);
-a folder holds one record per file (``python -m revlib sweep``).
+and may hold more provenance (``versions`` of other packages, ``model``). A stored file
+holds one record, or a list of records (a runner that trains several configurations in
+one process); a folder holds one record per file (``python -m revlib sweep``).
 
-``histories`` holds every :class:`revlib.train.History` in the result: ``history`` itself,
-and others by their attribute path (``tf_history``, ``transformer.history``, ``histories.0``).
-Metric names are the history's keys, prefixed by the path for all but ``history``
-(``train_loss``, ``tf_history.forward_p``, ``transformer.p_AB``).
+``histories`` holds every :class:`revlib.train.History` in the result: ``history``
+itself, and others by their attribute path (``tf_history``, ``transformer.history``,
+``histories.0``). Metric names are the history's keys, prefixed by the path for all but
+``history`` (``train_loss``, ``tf_history.forward_p``, ``transformer.p_AB``).
 
 :func:`make` builds a record with its provenance, :func:`from_result` one from an
 experiment's result, :func:`write` writes it atomically, :func:`read` reads one file and
 :func:`load` a file or folder into a DataFrame; :func:`config_of`, :func:`stored_at` and
-:func:`live_against_stored` re-run a stored record live and compare. Reading needs no Dask.
+:func:`live_against_stored` re-run a stored record live and compare. Reading needs no
+Dask.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ def plain(value):
 
 
 def floats(a):
-    """Nested lists of floats; NaN and infinities as JSON ``null`` (strict JSON for jq & co)."""
+    """Nested lists of floats; NaN and infinities as JSON ``null`` (strict JSON for jq &
+    co)."""
     a = np.asarray(a, dtype=float)
     if a.ndim == 0:
         return float(a) if math.isfinite(a) else None
@@ -87,9 +91,9 @@ def make(experiment: str, config, *, seeds=None, metrics=None, histories=None,
          cpu_seconds: float | None = None,
          git: tuple[str | None, bool | None] | None = None, **more) -> dict:
     """A record (module docstring) of experiment ``experiment`` run with ``config`` (a
-    dataclass or its fields), with the provenance of this process: revlib and torch versions,
-    ``git`` (default :func:`git_state`), the CPU's kernel level. ``more``: further provenance
-    (``versions``, ``model``), stored as given."""
+    dataclass or its fields), with the provenance of this process: revlib and torch
+    versions, ``git`` (default :func:`git_state`), the CPU's kernel level. ``more``:
+    further provenance (``versions``, ``model``), stored as given."""
     import torch
 
     from revlib import __version__
@@ -102,7 +106,8 @@ def make(experiment: str, config, *, seeds=None, metrics=None, histories=None,
         raise ValueError(f"config must be a dataclass or a mapping, got {type(config)}")
     git_hash, dirty = git_state() if git is None else git
     rec = {"experiment": experiment, "config": plain(dict(config)),
-           "seeds": None if seeds is None else [int(s) for s in seeds], "device": str(device),
+           "seeds": None if seeds is None else [int(s) for s in seeds],
+           "device": str(device),
            "metrics": dict(metrics or {}), "histories": dict(histories or {}),
            "extras": dict(extras or {}), "revlib_version": __version__,
            "torch_version": torch.__version__, "git": git_hash, "git_dirty": dirty,
@@ -124,25 +129,29 @@ def seeds_of(config) -> list[int] | None:
 def from_result(experiment: str, config, result, **provenance) -> dict:
     """The record of ``result = run(config)``: final metrics and curves of every
     :class:`revlib.train.History` in it, and its other plain-data fields as extras.
-    ``provenance``: as for :func:`make` (``device``, ``seconds``, ``cpu_seconds``, ``git``)."""
+    ``provenance``: as for :func:`make` (``device``, ``seconds``, ``cpu_seconds``,
+    ``git``)."""
     metrics, curves = {}, {}
     for path, hist in _histories(result).items():
         prefix = _prefix(path)
         for key, values in hist.values.items():
             metrics[prefix + key] = floats(np.asarray(values)[-1])
         curves[path] = {"steps": np.asarray(hist.steps).tolist(), "lr": float(hist.lr),
-                        "curves": {k: floats(np.asarray(v).T) for k, v in hist.values.items()}}
+                        "curves": {k: floats(np.asarray(v).T)
+                                   for k, v in hist.values.items()}}
     return make(experiment, config, seeds=seeds_of(config), metrics=metrics,
                 histories=curves, extras=extras(result), **provenance)
 
 
 def _prefix(path: str) -> str:
-    """Metric-name prefix of the history at ``path``: none for the main one, else the path."""
+    """Metric-name prefix of the history at ``path``: none for the main one, else the
+    path."""
     return "" if path in ("", "history") else re.sub(r"\.history$", "", path) + "."
 
 
 def _histories(result, path: str = "", depth: int = 0) -> dict:
-    """Every ``History`` reachable from ``result`` through dataclass fields, lists and dicts."""
+    """Every ``History`` reachable from ``result`` through dataclass fields, lists and
+    dicts."""
     from revlib.train import History
 
     if isinstance(result, History):
@@ -163,14 +172,16 @@ def _histories(result, path: str = "", depth: int = 0) -> dict:
     return out
 
 
-MAX_EXTRA = 10_000   # numbers per extra field; larger arrays (weights, data) are not recorded
+# numbers per extra field; larger arrays (weights, data) are not recorded
+MAX_EXTRA = 10_000
 
 
 def extras(result) -> dict:
-    """The result's other plain-data fields (numbers, numeric arrays up to :data:`MAX_EXTRA`
-    values, and lists and dicts of them), by field name: what a chapter computes after
-    training, e.g. ``small_lm``'s ablation and truncation sweep. Models, data, configs and
-    histories are left out; NaN and infinities become ``null`` as in the metrics."""
+    """The result's other plain-data fields (numbers, numeric arrays up to
+    :data:`MAX_EXTRA` values, and lists and dicts of them), by field name: what a
+    chapter computes after training, e.g. ``small_lm``'s ablation and truncation sweep.
+    Models, data, configs and histories are left out; NaN and infinities become ``null``
+    as in the metrics."""
     if not dataclasses.is_dataclass(result) or isinstance(result, type):
         return {}
     out = {}
@@ -185,7 +196,8 @@ _SKIP = object()   # "not plain data" (None is taken: it is how NaN is written)
 
 
 def _data(value, depth: int = 0):
-    """Plain JSON for numbers, numeric arrays and nested lists/dicts of them; else ``_SKIP``."""
+    """Plain JSON for numbers, numeric arrays and nested lists/dicts of them; else
+    ``_SKIP``."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -194,8 +206,11 @@ def _data(value, depth: int = 0):
         return floats(value)
     if isinstance(value, np.ndarray):
         ok = value.dtype.kind in "biuf" and value.size <= MAX_EXTRA
-        return (value.tolist() if value.dtype.kind in "biu" else floats(value)) if ok else _SKIP
-    if depth >= 3 or not isinstance(value, (Mapping, list, tuple)) or len(value) > MAX_EXTRA:
+        if not ok:
+            return _SKIP
+        return value.tolist() if value.dtype.kind in "biu" else floats(value)
+    if (depth >= 3 or not isinstance(value, (Mapping, list, tuple))
+            or len(value) > MAX_EXTRA):
         return _SKIP
     if isinstance(value, Mapping):
         items = {str(k): _data(v, depth + 1) for k, v in value.items()}
@@ -208,9 +223,9 @@ def _data(value, depth: int = 0):
 
 
 def write(path: str | os.PathLike, obj) -> None:
-    """Write ``obj`` (a record or a list of records) to ``path`` atomically: a temporary file
-    in the same folder, then ``os.replace``. Readers see the old file or the whole new one; a
-    failure leaves neither a partial ``path`` nor the temporary file."""
+    """Write ``obj`` (a record or a list of records) to ``path`` atomically: a temporary
+    file in the same folder, then ``os.replace``. Readers see the old file or the whole
+    new one; a failure leaves neither a partial ``path`` nor the temporary file."""
     path = Path(path)
     text = json.dumps(obj, indent=1, allow_nan=False)  # fails before any file exists
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
@@ -234,30 +249,32 @@ _REQUIRED = {"experiment", "config", "metrics"}
 
 
 def read(path: str | os.PathLike) -> list[dict]:
-    """The records of one file (a record or a list of records), checked for the keys every
-    record has; ``ValueError`` naming the file otherwise."""
+    """The records of one file (a record or a list of records), checked for the keys
+    every record has; ``ValueError`` naming the file otherwise."""
     raw = json.loads(Path(path).read_text())
     recs = raw if isinstance(raw, list) else [raw]
     for rec in recs:
         if not isinstance(rec, dict) or not _REQUIRED <= rec.keys():
-            raise ValueError(f"{path} is not a revlib record (no experiment, config, metrics)")
+            raise ValueError(
+                f"{path} is not a revlib record (no experiment, config, metrics)")
     return recs
 
 
 def load(where: str | os.PathLike, curves: bool = False):
-    """One row per record in ``where`` (a record file, or a folder of them; and per seed, for
-    records of several seeds): ``experiment``, every config field, ``seed``, every final
-    metric (``metric.<name>`` where the name is taken by a column before it), ``version``,
-    ``git``, ``seconds``, ``cpu_seconds`` (NaN for records written before it was recorded),
-    ``device``, ``file`` and ``extras`` (the record's extras, as written: for a record of
-    several seeds, every seed's). List-valued config fields become tuples (hashable, so they
-    can be grouped by); ``null`` metrics (NaN or infinite when run) become NaN.
+    """One row per record in ``where`` (a record file, or a folder of them; and per
+    seed, for records of several seeds): ``experiment``, every config field, ``seed``,
+    every final metric (``metric.<name>`` where the name is taken by a column before
+    it), ``version``, ``git``, ``seconds``, ``cpu_seconds`` (NaN for records written
+    before it was recorded), ``device``, ``file`` and ``extras`` (the record's extras,
+    as written: for a record of several seeds, every seed's). List-valued config fields
+    become tuples (hashable, so they can be grouped by); ``null`` metrics (NaN or
+    infinite when run) become NaN.
 
     With ``curves``, each row also holds the seed's training curves: ``curve.<metric>``
-    (``[E]`` float arrays, NaN for ``null``) for every metric named as in ``metrics``, and the
-    steps of each history: ``curve.steps`` for the main one, ``curve.<path>.steps`` for the
-    others (``curve.histories.0.steps``). ``np.stack(df["curve.test_mrr"])`` gives
-    ``[rows, E]``."""
+    (``[E]`` float arrays, NaN for ``null``) for every metric named as in ``metrics``,
+    and the steps of each history: ``curve.steps`` for the main one,
+    ``curve.<path>.steps`` for the others (``curve.histories.0.steps``).
+    ``np.stack(df["curve.test_mrr"])`` gives ``[rows, E]``."""
     import pandas as pd
 
     where = Path(where)
@@ -278,7 +295,8 @@ def _rows(rec: dict, file: str, curves: bool) -> list[dict]:
         row.update({k: _tuples(v) for k, v in rec["config"].items()})
         row["seed"] = seed
         meta = dict(version=rec.get("revlib_version"), git=rec.get("git"),
-                    seconds=rec.get("seconds"), cpu_seconds=rec.get("cpu_seconds", np.nan),
+                    seconds=rec.get("seconds"),
+                    cpu_seconds=rec.get("cpu_seconds", np.nan),
                     device=rec.get("device"), file=file)
         for key, values in rec["metrics"].items():
             # a metric named like a config field or a meta column keeps both apart
@@ -305,10 +323,11 @@ def _tuples(value):
 
 
 def config_of(row, **changes):
-    """The ``Config`` of a stored record's row of :func:`load`, with ``changes`` applied: the
-    configuration to re-run live (``config_of(row, steps=1000)`` trains its first 1000
-    steps). A field the record does not hold (added to the ``Config`` after the record was
-    made, with a default that keeps the old behaviour) takes its default."""
+    """The ``Config`` of a stored record's row of :func:`load`, with ``changes``
+    applied: the configuration to re-run live (``config_of(row, steps=1000)`` trains its
+    first 1000 steps). A field the record does not hold (added to the ``Config`` after
+    the record was made, with a default that keeps the old behaviour) takes its
+    default."""
     from revlib import sweeps   # the experiment registry (no Dask at import)
 
     name = row["experiment"]
@@ -318,13 +337,15 @@ def config_of(row, **changes):
 
 
 def stored_at(rows, metric: str, step: int, seed: int) -> tuple[float, float]:
-    """The stored value of ``metric`` at ``step`` that a live run of ``seed`` must match, and
-    the seed spread to allow on top of the kernel tolerance: ``(that seed's value, 0)`` when
-    ``seed`` is stored, else ``(median over the stored seeds, their range)``. ``rows``: the
-    rows of one configuration in a :func:`load` frame with ``curves=True``."""
+    """The stored value of ``metric`` at ``step`` that a live run of ``seed`` must
+    match, and the seed spread to allow on top of the kernel tolerance: ``(that seed's
+    value, 0)`` when ``seed`` is stored, else ``(median over the stored seeds, their
+    range)``. ``rows``: the rows of one configuration in a :func:`load` frame with
+    ``curves=True``."""
     steps = list(rows["curve.steps"].iloc[0])
     if step not in steps:
-        raise ValueError(f"step must be one of the stored evaluation steps {steps}, got {step}")
+        raise ValueError(
+            f"step must be one of the stored evaluation steps {steps}, got {step}")
     values = np.array([c[steps.index(step)] for c in rows[f"curve.{metric}"]])
     same = values[rows["seed"].to_numpy() == seed]
     if len(same):
@@ -333,12 +354,12 @@ def stored_at(rows, metric: str, step: int, seed: int) -> tuple[float, float]:
 
 
 def live_against_stored(rows, result, metrics, step: int, seed: int, tol: float):
-    """Compare a live re-run with stored records: for each of ``metrics``, ``(metric, live,
-    stored, allowed)``, where ``live`` is the final value in ``result.history`` (the history
-    the stored curves come from) of a one-seed run of ``seed`` trained for ``step`` steps,
-    ``stored`` the value :func:`stored_at` gives, and ``allowed = tol`` plus the stored
-    seeds' spread when ``seed`` is not stored. A notebook prints them and asserts
-    ``abs(live - stored) < allowed``."""
+    """Compare a live re-run with stored records: for each of ``metrics``, ``(metric,
+    live, stored, allowed)``, where ``live`` is the final value in ``result.history``
+    (the history the stored curves come from) of a one-seed run of ``seed`` trained for
+    ``step`` steps, ``stored`` the value :func:`stored_at` gives, and ``allowed = tol``
+    plus the stored seeds' spread when ``seed`` is not stored. A notebook prints them
+    and asserts ``abs(live - stored) < allowed``."""
     _validate.real("tol", tol, 0.0, None)
     out = []
     for name in metrics:

@@ -1,13 +1,14 @@
-"""Convert the three stored files of the pre-record formats into records (revlib.records).
+"""Convert the three stored files of the pre-record formats into records
+(revlib.records).
 
 One-off (issue 17): ``data/binding_jepa_sweep.json`` (rows of the JEPA chapter's sweep),
-``data/allocation_sweep.json`` (the allocation sweep) and ``data/lm_laser_sweep.json`` (the
-LASER sweep of the pretrained LM) are rewritten in place, every number copied as it is
-(curves ``[E, S]`` are transposed to the records' ``[S][E]``, nothing is recomputed or
-rounded). Provenance the old files did not keep (revlib version, CPU kernel level) is
-``null``; each record says ``"converted": "scripts/convert-records"``. A file already in the
-record format is left alone. ``tests/test_records.py`` checks the numbers against the
-originals. Run: ``scripts/convert-records`` (from the repository root).
+``data/allocation_sweep.json`` (the allocation sweep) and ``data/lm_laser_sweep.json``
+(the LASER sweep of the pretrained LM) are rewritten in place, every number copied as it
+is (curves ``[E, S]`` are transposed to the records' ``[S][E]``, nothing is recomputed
+or rounded). Provenance the old files did not keep (revlib version, CPU kernel level) is
+``null``; each record says ``"converted": "scripts/convert-records"``. A file already in
+the record format is left alone. ``tests/test_records.py`` checks the numbers against
+the originals. Run: ``scripts/convert-records`` (from the repository root).
 """
 
 from __future__ import annotations
@@ -19,20 +20,49 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-FILES = {"data/binding_jepa_sweep.json": "jepa", "data/allocation_sweep.json": "allocation",
-         "data/lm_laser_sweep.json": "pretrained_lm"}
+FILES = {
+    "data/binding_jepa_sweep.json": "jepa",
+    "data/allocation_sweep.json": "allocation",
+    "data/lm_laser_sweep.json": "pretrained_lm",
+}
 MARK = "scripts/convert-records"
 
 
-def _record(experiment, config, seeds, *, metrics=None, histories=None, extras=None,
-            git=None, git_dirty=None, seconds=None, cpu_seconds=None, torch_version=None,
-            cpu_capability=None, **more) -> dict:
+def _record(
+    experiment,
+    config,
+    seeds,
+    *,
+    metrics=None,
+    histories=None,
+    extras=None,
+    git=None,
+    git_dirty=None,
+    seconds=None,
+    cpu_seconds=None,
+    torch_version=None,
+    cpu_capability=None,
+    **more,
+) -> dict:
     """A record with the keys and order of :func:`revlib.records.make`."""
-    return {"experiment": experiment, "config": config, "seeds": seeds, "device": "cpu",
-            "metrics": metrics or {}, "histories": histories or {}, "extras": extras or {},
-            "revlib_version": None, "torch_version": torch_version, "git": git,
-            "git_dirty": git_dirty, "seconds": seconds, "cpu_seconds": cpu_seconds,
-            "cpu_capability": cpu_capability, **more, "converted": MARK}
+    return {
+        "experiment": experiment,
+        "config": config,
+        "seeds": seeds,
+        "device": "cpu",
+        "metrics": metrics or {},
+        "histories": histories or {},
+        "extras": extras or {},
+        "revlib_version": None,
+        "torch_version": torch_version,
+        "git": git,
+        "git_dirty": git_dirty,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "cpu_capability": cpu_capability,
+        **more,
+        "converted": MARK,
+    }
 
 
 def _transpose(rows: list[list]) -> list[list]:
@@ -46,13 +76,26 @@ def convert_jepa(rows: list[dict]) -> list[dict]:
              "steps_recorded"}
     for r in rows:
         curves = {k: v for k, v in r.items() if k not in fixed}
-        out.append(_record(
-            "jepa", r["config"], r["seeds"],
-            metrics={k: [s[-1] for s in v] for k, v in curves.items()},
-            histories={"history": {"steps": r["steps_recorded"], "lr": r["config"]["lr"],
-                                   "curves": curves}},
-            git=r["git"], seconds=r["run_time_s"], cpu_seconds=r["cpu_time_s"],
-            sweep=r["sweep"], variant=r["variant"]))
+        out.append(
+            _record(
+                "jepa",
+                r["config"],
+                r["seeds"],
+                metrics={k: [s[-1] for s in v] for k, v in curves.items()},
+                histories={
+                    "history": {
+                        "steps": r["steps_recorded"],
+                        "lr": r["config"]["lr"],
+                        "curves": curves,
+                    }
+                },
+                git=r["git"],
+                seconds=r["run_time_s"],
+                cpu_seconds=r["cpu_time_s"],
+                sweep=r["sweep"],
+                variant=r["variant"],
+            )
+        )
     return out
 
 
@@ -67,22 +110,40 @@ def convert_allocation(raw: dict) -> dict:
         histories[f"histories.{i}"] = {"steps": raw["steps"], "lr": cfg["lr"],
                                        "curves": curves}
         metrics.update({f"histories.{i}.{k}": v[-1] for k, v in h.items()})
-    return _record("allocation", cfg, seeds, metrics=metrics, histories=histories,
-                   extras={"n_params": raw["n_params"], "mlp_params": raw["mlp_params"]},
-                   git=raw["git"], seconds=raw.get("wall_seconds"),
-                   cpu_seconds=raw["cpu_seconds"])
+    return _record(
+        "allocation",
+        cfg,
+        seeds,
+        metrics=metrics,
+        histories=histories,
+        extras={"n_params": raw["n_params"], "mlp_params": raw["mlp_params"]},
+        git=raw["git"],
+        seconds=raw.get("wall_seconds"),
+        cpu_seconds=raw["cpu_seconds"],
+    )
 
 
 def convert_laser(raw: dict) -> dict:
-    """One record; ranks, baseline and values are the extras (as ``run`` records them)."""
+    """One record; ranks, baseline and values are the extras (as ``run`` records
+    them)."""
     cfg = raw["config"]
-    return _record("pretrained_lm", cfg, [cfg["seed"]],
-                   extras={"ranks": raw["ranks"], "baseline": raw["baseline"],
-                           "values": raw["values"]},
-                   git=raw["git"], git_dirty=raw.get("git_dirty"), seconds=raw["seconds"],
-                   torch_version=raw["versions"].get("torch"),
-                   cpu_capability=raw.get("cpu_capability"), model=raw["model"],
-                   versions=raw["versions"])
+    return _record(
+        "pretrained_lm",
+        cfg,
+        [cfg["seed"]],
+        extras={
+            "ranks": raw["ranks"],
+            "baseline": raw["baseline"],
+            "values": raw["values"],
+        },
+        git=raw["git"],
+        git_dirty=raw.get("git_dirty"),
+        seconds=raw["seconds"],
+        torch_version=raw["versions"].get("torch"),
+        cpu_capability=raw.get("cpu_capability"),
+        model=raw["model"],
+        versions=raw["versions"],
+    )
 
 
 CONVERT = {"jepa": convert_jepa, "allocation": convert_allocation,
@@ -91,7 +152,9 @@ CONVERT = {"jepa": convert_jepa, "allocation": convert_allocation,
 
 def is_record(raw) -> bool:
     first = raw[0] if isinstance(raw, list) and raw else raw
-    return isinstance(first, dict) and {"experiment", "config", "metrics"} <= first.keys()
+    return (
+        isinstance(first, dict) and {"experiment", "config", "metrics"} <= first.keys()
+    )
 
 
 def convert(raw, experiment: str):

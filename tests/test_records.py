@@ -1,5 +1,6 @@
-"""revlib.records: every stored file in data/ is in the record format, and the three files
-converted from older formats by scripts/convert-records hold the original numbers exactly.
+"""revlib.records: every stored file in data/ is in the record format, and the three
+files converted from older formats by scripts/convert-records hold the original numbers
+exactly.
 
 The originals are rebuilt from the converted records and compared with a digest of each
 original file (taken before the conversion), and, where git history is at hand, with the
@@ -67,20 +68,35 @@ def _jepa_rows(recs):
 def _allocation_raw(rec):
     h = rec["histories"]
     paths = sorted(h, key=lambda p: int(p.rsplit(".", 1)[1]))
-    return {"config": rec["config"], "git": rec["git"], "cpu_seconds": rec["cpu_seconds"],
-            "n_params": rec["extras"]["n_params"],
-            "mlp_params": rec["extras"]["mlp_params"], "steps": h[paths[0]]["steps"],
-            "values": [{k: [list(r) for r in zip(*v)] for k, v in h[p]["curves"].items()}
-                       for p in paths],
-            "wall_seconds": rec["seconds"]}
+    return {
+        "config": rec["config"],
+        "git": rec["git"],
+        "cpu_seconds": rec["cpu_seconds"],
+        "n_params": rec["extras"]["n_params"],
+        "mlp_params": rec["extras"]["mlp_params"],
+        "steps": h[paths[0]]["steps"],
+        "values": [
+            {k: [list(r) for r in zip(*v)] for k, v in h[p]["curves"].items()}
+            for p in paths
+        ],
+        "wall_seconds": rec["seconds"],
+    }
 
 
 def _laser_raw(rec):
     ex = rec["extras"]
-    return {"model": rec["model"], "config": rec["config"], "ranks": ex["ranks"],
-            "baseline": ex["baseline"], "values": ex["values"], "versions": rec["versions"],
-            "git": rec["git"], "git_dirty": rec["git_dirty"],
-            "cpu_capability": rec["cpu_capability"], "seconds": rec["seconds"]}
+    return {
+        "model": rec["model"],
+        "config": rec["config"],
+        "ranks": ex["ranks"],
+        "baseline": ex["baseline"],
+        "values": ex["values"],
+        "versions": rec["versions"],
+        "git": rec["git"],
+        "git_dirty": rec["git_dirty"],
+        "cpu_capability": rec["cpu_capability"],
+        "seconds": rec["seconds"],
+    }
 
 
 REBUILD = {"binding_jepa_sweep.json": lambda recs: _jepa_rows(recs),
@@ -145,7 +161,10 @@ def test_write_read_round_trip_and_errors(tmp_path):
     records.write(tmp_path / "one.json", rec)
     records.write(tmp_path / "two.json", [rec, rec])
     assert records.read(tmp_path / "one.json") == [rec]
-    assert len(records.load(tmp_path)) == 3 and len(records.load(tmp_path / "one.json")) == 1
+    assert (
+        len(records.load(tmp_path)) == 3
+        and len(records.load(tmp_path / "one.json")) == 1
+    )
     with pytest.raises(ValueError, match="experiment"):
         records.make("", {})
     with pytest.raises(ValueError, match="config"):

@@ -1,9 +1,9 @@
 """Prompt sets that probe a pretrained LM: factual recall and indirect-object
 identification (IOI), each scored against the generic token " the".
 
-Chapter "The same probes on a real pretrained LM" (Part III). Shapes: a probe set of ``N``
-prompts is one left-padded batch ``[N, T]`` (:class:`ProbeSet`); only the last position's
-logits are read (:mod:`revlib.experiments.pretrained_lm`).
+Chapter "The same probes on a real pretrained LM" (Part III). Shapes: a probe set of
+``N`` prompts is one left-padded batch ``[N, T]`` (:class:`ProbeSet`); only the last
+position's logits are read (:mod:`revlib.experiments.pretrained_lm`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import torch
 
 from revlib import _validate
 
-# (prompt, correct next word, written without its leading space). Chosen before looking at the
-# model's outputs; every answer is one token with a leading space in SmolLM2's vocabulary.
+# (prompt, correct next word, written without its leading space). Chosen before looking
+# at the model's outputs; every answer is one token with a leading space in SmolLM2's
+# vocabulary.
 FACTUAL = (
     ("Madrid is located in", "Spain"), ("Paris is located in", "France"),
     ("Rome is located in", "Italy"), ("Berlin is located in", "Germany"),
@@ -30,13 +31,14 @@ FACTUAL = (
     ("Istanbul is located in", "Turkey"), ("Buenos Aires is located in", "Argentina"),
     ("Oslo is located in", "Norway"), ("Helsinki is located in", "Finland"),
     ("Nairobi is located in", "Kenya"), ("Lima is located in", "Peru"),
-    ("The Eiffel Tower is located in", "Paris"), ("The Colosseum is located in", "Rome"),
+    ("The Eiffel Tower is located in", "Paris"),
+    ("The Colosseum is located in", "Rome"),
     ("The Great Wall is located in", "China"), ("The Taj Mahal is located in", "India"),
     ("The Kremlin is located in", "Moscow"), ("Big Ben is located in", "London"),
 )
 
-# {A} {B}: the two names in order of appearance; {S}: the repeated subject. The answer (the
-# indirect object, IO) is the name that is not repeated.
+# {A} {B}: the two names in order of appearance; {S}: the repeated subject. The answer
+# (the indirect object, IO) is the name that is not repeated.
 IOI_TEMPLATES = (
     "When {A} and {B} went to the store, {S} gave a drink to",
     "When {A} and {B} went to the park, {S} gave a ball to",
@@ -49,21 +51,22 @@ IOI_TEMPLATES = (
 )
 
 IOI_NAMES = (
-    "Mary", "John", "Tom", "James", "Anna", "Sarah", "Michael", "David", "Paul", "Peter",
-    "Susan", "Emma", "Kate", "Lisa", "Mark", "Jane", "Alice", "Bob", "Robert", "William",
-    "Daniel", "Thomas", "Richard", "George", "Edward", "Henry", "Jack", "Harry", "Laura",
-    "Rachel", "Emily", "Helen", "Kevin", "Eric", "Adam", "Andrew", "Martin", "Grace", "Lucy",
-    "Julia",
+    "Mary", "John", "Tom", "James", "Anna", "Sarah", "Michael", "David", "Paul",
+    "Peter", "Susan", "Emma", "Kate", "Lisa", "Mark", "Jane", "Alice", "Bob", "Robert",
+    "William", "Daniel", "Thomas", "Richard", "George", "Edward", "Henry", "Jack",
+    "Harry", "Laura", "Rachel", "Emily", "Helen", "Kevin", "Eric", "Adam", "Andrew",
+    "Martin", "Grace", "Lucy", "Julia",
 )
 
 
 def ioi_prompts(n: int = 100, seed: int = 0, remove_io: bool = False) -> list[dict]:
-    """``n`` IOI sentences cycling through :data:`IOI_TEMPLATES`, alternating ABBA ("A and B
-    ..., B gave to" -> A) and BABA (names swapped). Two distinct names per sentence, drawn with
-    ``random.Random(seed)``. Items: ``{"prompt", "io", "s", "order"}`` (``io``: the answer,
-    ``s``: the repeated subject). ``remove_io`` (a control): the IO's mention is replaced by a
-    third name (drawn from its own stream, so ``io`` and ``s`` are those of the default), so
-    the answer is no longer in the context."""
+    """``n`` IOI sentences cycling through :data:`IOI_TEMPLATES`, alternating ABBA ("A
+    and B ..., B gave to" -> A) and BABA (names swapped). Two distinct names per
+    sentence, drawn with ``random.Random(seed)``. Items: ``{"prompt", "io", "s",
+    "order"}`` (``io``: the answer, ``s``: the repeated subject). ``remove_io`` (a
+    control): the IO's mention is replaced by a third name (drawn from its own stream,
+    so ``io`` and ``s`` are those of the default), so the answer is no longer in the
+    context."""
     _validate.integer("n", n, 1, None)
     rng, other = random.Random(seed), random.Random(seed + 104_729)
     out = []
@@ -84,14 +87,16 @@ def token_id(tok, word: str) -> int:
     """Id of ``" " + word``, which must be exactly one token (else ValueError)."""
     ids = tok(" " + word, add_special_tokens=False).input_ids
     if len(ids) != 1:
-        raise ValueError(f"' {word}' is {len(ids)} tokens, not one: choose another word")
+        raise ValueError(
+            f"' {word}' is {len(ids)} tokens, not one: choose another word")
     return ids[0]
 
 
 @dataclass(frozen=True)
 class ProbeSet:
-    """One left-padded batch: ``input_ids``, ``attention_mask``, ``position_ids`` ``[N, T]``
-    and target token ids ``targets[label]`` ``[N]`` (labels: correct, the, and subject)."""
+    """One left-padded batch: ``input_ids``, ``attention_mask``, ``position_ids`` ``[N,
+    T]`` and target token ids ``targets[label]`` ``[N]`` (labels: correct, the, and
+    subject)."""
 
     name: str
     prompts: tuple[str, ...]
@@ -118,10 +123,11 @@ PROMPT_CONTROLS = ("none", "fact_in_context", "io_removed")
 
 def probe_sets(tok, n_ioi: int = 100, seed: int = 0,
                control: str = "none") -> tuple[ProbeSet, ProbeSet]:
-    """The factual-recall and the IOI probe sets. ``control`` (a notebook control, targets
-    unchanged): ``"fact_in_context"`` states each fact before its prompt ("Madrid is located
-    in Spain. Madrid is located in"), so the answer can be copied from the context;
-    ``"io_removed"``: the IOI sentences no longer mention the IO (:func:`ioi_prompts`)."""
+    """The factual-recall and the IOI probe sets. ``control`` (a notebook control,
+    targets unchanged): ``"fact_in_context"`` states each fact before its prompt
+    ("Madrid is located in Spain. Madrid is located in"), so the answer can be copied
+    from the context; ``"io_removed"``: the IOI sentences no longer mention the IO
+    (:func:`ioi_prompts`)."""
     _validate.choice("control", control, PROMPT_CONTROLS)
     the = token_id(tok, "the")
     prompts = tuple(p for p, _ in FACTUAL)

@@ -1,100 +1,103 @@
-"""Reversal data for the bilinear model (Zhu et al. 2024, Section 3).
+"""Reversal data for the one-layer transformer (Zhu et al. 2024, Section 4).
 
-Vocabulary ``V = {v_1..v_m}``, ``v_j ~ N(0, I_d / d)`` i.i.d.; ``n`` pairs of distinct tokens
-``(x_i, y_i)``. Training set: every forward fact ``(x_i, y_i)`` and the reverse facts
-``(y_i, x_i)`` for ``i > k``; the first ``k`` reverse facts are held out (the paper has
-``k = 1``: the single test pair ``(y_1, x_1)``).
+Vocabulary ``[M]``: token 0 is the forward relation "->", token 1 the backward relation "<-",
+tokens ``2 .. M-1`` are entities. ``n`` pairs ``(A_i, B_i)`` of distinct entities. Every
+forward sentence "A_i -> B_i" is trained; the backward sentence "B_i <- A_i" is trained for
+pairs ``i >= n_heldout`` and held out for the first ``n_heldout`` pairs. (The paper's code
+holds out a random direction per pair; we always hold out the backward one so that "reverse"
+has one meaning.) A sentence is stored as context ``[S, N, 1]`` (the entity), query ``[S, N]``
+(the relation token) and target ``[S, N]`` (the answer entity).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
 from revlib import _validate, repro
 
+FORWARD, BACKWARD = 0, 1
+
 
 @dataclass(frozen=True)
-class BilinearTask:
-    """All tensors carry a leading seed axis ``S``.
+class ReversalTask:
+    """``a``, ``b``: ``[S, n]`` entity ids; rows ``i < n_heldout`` are the held-out pairs.
+    ``train_*``: ``N = n + (n - n_heldout)`` sentences (forward first). ``heldout_*``: the
+    ``n_heldout`` backward sentences "B_i <- A_i" never trained."""
 
-    ``coords``: ``[S, m, r]`` the embeddings written in an orthonormal basis of their span
-    (``r = min(d, m)``). Inner products are exactly those of the ``d``-dimensional
-    embeddings, and gradient descent from any start never leaves the span (see
-    :mod:`revlib.theory.bilinear`), so training in ``r`` coordinates is exact and costs
-    nothing extra when ``d`` is large.
-    ``x``, ``y``: ``[S, n]`` token ids of the pairs. ``train_in``, ``train_out``: ``[S, N]``
-    with ``N = 2n - k``. ``heldout_in``, ``heldout_out``: ``[S, k]`` (``y_i -> x_i``, ``i <= k``).
-    ``max_abs_cos``: ``[S]`` the largest ``|cos|`` between two distinct embeddings.
-    """
-
-    m: int
-    d: int
-    coords: torch.Tensor
-    x: torch.Tensor
-    y: torch.Tensor
-    train_in: torch.Tensor
-    train_out: torch.Tensor
-    heldout_in: torch.Tensor
-    heldout_out: torch.Tensor
-    max_abs_cos: torch.Tensor
+    M: int
+    n_heldout: int
+    a: torch.Tensor
+    b: torch.Tensor
+    train_ctx: torch.Tensor
+    train_query: torch.Tensor
+    train_target: torch.Tensor
+    heldout_ctx: torch.Tensor
+    heldout_query: torch.Tensor
+    heldout_target: torch.Tensor
 
     @property
     def n_seeds(self) -> int:
-        return self.coords.shape[0]
+        return self.a.shape[0]
 
     @property
     def n_train(self) -> int:
-        return self.train_in.shape[1]
+        return self.train_target.shape[1]
 
 
-def embeddings(m: int, d: int, seed: int) -> torch.Tensor:
-    """Gaussian vocabulary ``[m, d]`` with rows ``~ N(0, I_d / d)`` (so ``E|v|^2 = 1``)."""
-    _validate.integer("m", m, 2, 100_000)
-    _validate.integer("d", d, 1, 1_000_000)
-    gen = repro.generator(seed)
-    return torch.randn(m, d, generator=gen) / math.sqrt(d)
+def entities(M: int, count: int, seed: int, first: int = 2) -> torch.Tensor:
+    """``count`` distinct entity ids from ``first .. M-1``, a random draw that depends only on ``seed``."""
+    _validate.integer("count", count, 1, M - first)
+    return first + torch.randperm(M - first, generator=repro.generator(seed + 1_000_003))[:count]
 
 
-def span_coordinates(vocab: torch.Tensor) -> torch.Tensor:
-    """``[..., m, d] -> [..., m, r]``: coordinates in an orthonormal basis of the rows' span.
-
-    With ``vocab^T = Q R`` (reduced QR, ``Q`` orthonormal ``[d, r]``), ``vocab = R^T Q^T`` and
-    the coordinates are ``R^T``; all inner products are preserved exactly.
-    """
-    _, r = torch.linalg.qr(vocab.transpose(-1, -2), mode="reduced")
-    return r.transpose(-1, -2).contiguous()
-
-
-def max_abs_cosine(vocab: torch.Tensor) -> torch.Tensor:
-    """``[..., m, d] -> [...]``: largest ``|cos|`` between distinct rows."""
-    unit = vocab / vocab.norm(dim=-1, keepdim=True)
-    cos = unit @ unit.transpose(-1, -2)
-    eye = torch.eye(cos.shape[-1], dtype=torch.bool)
-    return cos.abs().masked_fill(eye, 0.0).amax(dim=(-2, -1))
-
-
-def bilinear_task(m: int, n: int, d: int, n_reverse_heldout: int, seeds: list[int]) -> BilinearTask:
-    """Build the reversal task of the bilinear model for each seed in ``seeds``."""
-    _validate.integer("m", m, 2, 100_000)
-    _validate.integer("n", n, 1, m // 2)
-    _validate.integer("d", d, 1, 1_000_000)
-    _validate.integer("n_reverse_heldout", n_reverse_heldout, 1, n)
+def reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalTask:
+    """Build the task for each seed in ``seeds`` (a loop over seeds only)."""
+    _validate.integer("M", M, 4, 100_000)
+    _validate.integer("n", n, 1, (M - 2) // 2)
+    _validate.integer("n_heldout", n_heldout, 0, n)
     if not seeds:
         raise ValueError("seeds must name at least one seed, got []")
-    coords, xs, ys, cosines = [], [], [], []
-    for seed in seeds:  # a loop over seeds (few), each vectorised; never over examples
-        vocab = embeddings(m, d, seed)
-        tokens = torch.randperm(m, generator=repro.generator(seed + 1_000_003))[: 2 * n]
-        xs.append(tokens[:n])
-        ys.append(tokens[n:])
-        coords.append(span_coordinates(vocab.double()).float())
-        cosines.append(max_abs_cosine(vocab))
-    x, y = torch.stack(xs), torch.stack(ys)
-    k = n_reverse_heldout
-    return BilinearTask(
-        m=m, d=d, coords=torch.stack(coords), x=x, y=y,
-        train_in=torch.cat([x, y[:, k:]], dim=1), train_out=torch.cat([y, x[:, k:]], dim=1),
-        heldout_in=y[:, :k], heldout_out=x[:, :k], max_abs_cos=torch.stack(cosines))
+    ents = torch.stack([entities(M, 2 * n, s) for s in seeds])
+    a, b = ents[:, :n], ents[:, n:]
+    S, k = len(seeds), n_heldout
+    fwd = torch.full((S, n), FORWARD)
+    bwd = torch.full((S, n - k), BACKWARD)
+    return ReversalTask(
+        M=M, n_heldout=k, a=a, b=b,
+        train_ctx=torch.cat([a, b[:, k:]], dim=1)[..., None],
+        train_query=torch.cat([fwd, bwd], dim=1),
+        train_target=torch.cat([b, a[:, k:]], dim=1),
+        heldout_ctx=b[:, :k, None], heldout_query=torch.full((S, k), BACKWARD),
+        heldout_target=a[:, :k])
+
+
+A_TYPE, B_TYPE = 2, 3
+
+
+def typed_reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalTask:
+    """The same facts with two-token entities "A_i a" and "B_i b", where ``a`` (token 2) and
+    ``b`` (token 3) are type tokens shared by all A- and all B-entities; unique tokens come
+    from ``4 .. M-1``. Sentences "A_i a -> B_i" and "B_i b <- A_i": two context tokens and the
+    relation token as query (``T = 3``), the answer's unique token as target. ``a``, ``b`` of
+    the result hold the unique tokens; ``*_ctx`` is ``[S, N, 2]``."""
+    _validate.integer("M", M, 6, 100_000)
+    _validate.integer("n", n, 1, (M - 4) // 2)
+    _validate.integer("n_heldout", n_heldout, 0, n)
+    if not seeds:
+        raise ValueError("seeds must name at least one seed, got []")
+    ents = torch.stack([entities(M, 2 * n, s, first=4) for s in seeds])
+    a, b = ents[:, :n], ents[:, n:]
+    S, k = len(seeds), n_heldout
+
+    def typed(u, t):
+        return torch.stack([u, torch.full_like(u, t)], dim=-1)
+
+    return ReversalTask(
+        M=M, n_heldout=k, a=a, b=b,
+        train_ctx=torch.cat([typed(a, A_TYPE), typed(b[:, k:], B_TYPE)], dim=1),
+        train_query=torch.cat([torch.full((S, n), FORWARD), torch.full((S, n - k), BACKWARD)], dim=1),
+        train_target=torch.cat([b, a[:, k:]], dim=1),
+        heldout_ctx=typed(b[:, :k], B_TYPE), heldout_query=torch.full((S, k), BACKWARD),
+        heldout_target=a[:, :k])

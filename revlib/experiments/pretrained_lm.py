@@ -1,18 +1,19 @@
 """Chapter "The same probes on a real pretrained LM": factual-recall and IOI probes of
-SmolLM2-135M-Instruct against the generic token " the", and LASER (rank truncation of one
-MLP matrix) swept over layers and ranks.
+SmolLM2-135M-Instruct against the generic token " the", and LASER (rank truncation of
+one MLP matrix) swept over layers and ranks.
 
 Part III (Chen, Bruna & Bietti 2025, Section 4). The model is loaded offline by
 :mod:`revlib.models.smollm`, the prompt sets come from :mod:`revlib.data.probe_prompts`.
 :func:`run` loads the model and runs one LASER sweep (:class:`Sweep`), so that
-``python -m revlib run pretrained_lm --set n_ioi=40 --out data/lm_laser_sweep.json`` writes
-the stored sweep of the chapter as a record (:mod:`revlib.records`; about 70 CPU seconds on
-an AVX-512 core) and ``python -m revlib sweep pretrained_lm ...`` works as for any chapter.
+``python -m revlib run pretrained_lm --set n_ioi=40 --out data/lm_laser_sweep.json``
+writes the stored sweep of the chapter as a record (:mod:`revlib.records`; about 70
+CPU seconds on an AVX-512 core) and ``python -m revlib sweep pretrained_lm ...`` works
+as for any chapter.
 
-:class:`PrefixCache` records every decoder layer's input once, so that a change to layer L
-re-runs only layers L..end. Shapes: a probe set of ``N`` prompts is one left-padded batch
-``[N, T]``; only the last position's logits ``[N, V]`` are used. Threads are fixed by
-:func:`revlib.repro.setup`.
+:class:`PrefixCache` records every decoder layer's input once, so that a change to layer
+L re-runs only layers L..end. Shapes: a probe set of ``N`` prompts is one left-padded
+batch ``[N, T]``; only the last position's logits ``[N, V]`` are used. Threads are fixed
+by :func:`revlib.repro.setup`.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from revlib.models.smollm import MLP_MATRICES, mlp_weight
 class Config:
     """A LASER sweep: every (matrix, layer, rank fraction) is one truncated model.
 
-    ``layers``: decoder layers to truncate (0-based, SmolLM2 has 30). ``matrices``: which MLP
-    matrices (``gate_proj`` and ``up_proj`` are ``[1536, 576]``, ``down_proj`` ``[576, 1536]``).
-    ``rank_fractions``: fractions ``rho`` of ``min(m, n) = 576`` kept (LASER's convention,
-    :func:`revlib.probes.rank_of_fraction`); ``rho = 0`` zeroes the matrix, which removes the
-    layer's MLP output entirely. ``n_ioi``: IOI sentences; ``seed``: their sampling seed.
+    ``layers``: decoder layers to truncate (0-based, SmolLM2 has 30). ``matrices``:
+    which MLP matrices (``gate_proj`` and ``up_proj`` are ``[1536, 576]``, ``down_proj``
+    ``[576, 1536]``). ``rank_fractions``: fractions ``rho`` of ``min(m, n) = 576`` kept
+    (LASER's convention, :func:`revlib.probes.rank_of_fraction`); ``rho = 0`` zeroes the
+    matrix, which removes the layer's MLP output entirely. ``n_ioi``: IOI sentences;
+    ``seed``: their sampling seed.
     """
 
     layers: tuple[int, ...] = tuple(range(15, 30))
@@ -64,14 +66,17 @@ class Config:
 
 
 def parse_layers(spec: str) -> tuple[int, ...]:
-    """``"15-29"`` (inclusive), ``"20,25,28"`` or a mix ``"0,3,15-29"`` -> sorted layers."""
+    """``"15-29"`` (inclusive), ``"20,25,28"`` or a mix ``"0,3,15-29"`` -> sorted
+    layers."""
     out = set()
     for part in str(spec).split(","):
         a, _, b = part.strip().partition("-")
         try:
             out.update(range(int(a), int(b) + 1) if b else [int(a)])
         except ValueError:
-            raise ValueError(f"layers must look like '15-29' or '0,3,28', got {spec!r}") from None
+            raise ValueError(
+                f"layers must look like '15-29' or '0,3,28', got {spec!r}"
+            ) from None
     return tuple(sorted(out))
 
 
@@ -82,8 +87,8 @@ SUMMARY = ("p_correct", "p_the", "logodds", "acc", "p_subject", "logit_diff")
 def summarise(ps: ProbeSet, logits: torch.Tensor) -> dict[str, float]:
     """Means over the prompts of one set, from last-position logits ``[N, V]``.
 
-    ``logodds``: mean ``log p(correct) - log p(" the")``; ``acc``: argmax is the correct token;
-    IOI only: ``p_subject`` and ``logit_diff`` = mean ``log p(IO) - log p(S)``.
+    ``logodds``: mean ``log p(correct) - log p(" the")``; ``acc``: argmax is the correct
+    token; IOI only: ``p_subject`` and ``logit_diff`` = mean ``log p(IO) - log p(S)``.
     """
     logp = torch.log_softmax(logits.double(), dim=-1)
     rows = torch.arange(logp.shape[0])
@@ -101,8 +106,13 @@ def summarise(ps: ProbeSet, logits: torch.Tensor) -> dict[str, float]:
 @torch.inference_mode()
 def last_logits(model, ps: ProbeSet) -> torch.Tensor:
     """Last-position logits ``[N, V]`` of one probe set (one batched forward)."""
-    return model(input_ids=ps.input_ids, attention_mask=ps.attention_mask,
-                 position_ids=ps.position_ids, use_cache=False, logits_to_keep=1).logits[:, -1]
+    return model(
+        input_ids=ps.input_ids,
+        attention_mask=ps.attention_mask,
+        position_ids=ps.position_ids,
+        use_cache=False,
+        logits_to_keep=1,
+    ).logits[:, -1]
 
 
 @torch.inference_mode()
@@ -121,11 +131,12 @@ def top_tokens(tok, logits: torch.Tensor, k: int = 5) -> list[tuple[str, float]]
 class PrefixCache:
     """One recorded forward per probe set, for fast interventions on a single layer.
 
-    Pre-hooks record every decoder layer's input hidden state ``[N, T, d]`` and the keyword
-    arguments the model passed to it (mask, rotary cos/sin, positions). Changing layer L's MLP
-    leaves layers < L untouched, so :meth:`logits_from` ``(L)`` re-runs only layers L..end,
-    the final norm and the head, at the last position; ``logits_from(0)`` equals the full
-    forward exactly. This halves the cost of a sweep over the late layers.
+    Pre-hooks record every decoder layer's input hidden state ``[N, T, d]`` and the
+    keyword arguments the model passed to it (mask, rotary cos/sin, positions). Changing
+    layer L's MLP leaves layers < L untouched, so :meth:`logits_from` ``(L)`` re-runs
+    only layers L..end, the final norm and the head, at the last position;
+    ``logits_from(0)`` equals the full forward exactly. This halves the cost of a sweep
+    over the late layers.
     """
 
     def __init__(self, model, sets):
@@ -155,8 +166,8 @@ class PrefixCache:
 
     @torch.inference_mode()
     def logits_from(self, start: int, set_index: int) -> torch.Tensor:
-        """Last-position logits ``[N, V]`` of probe set ``set_index``, recomputed from layer
-        ``start`` on with the model's current weights."""
+        """Last-position logits ``[N, V]`` of probe set ``set_index``, recomputed from
+        layer ``start`` on with the model's current weights."""
         h = self._hidden[set_index][start]
         for i in range(start, len(self.layers)):
             out = self.layers[i](h, **self._kwargs[set_index][i])
@@ -165,18 +176,22 @@ class PrefixCache:
 
     def evaluate(self, start: int = 0) -> dict[str, dict[str, float]]:
         """:func:`summarise` of every probe set, recomputed from layer ``start``."""
-        return {ps.name: summarise(ps, self.logits_from(start, j)) for j, ps in enumerate(self.sets)}
+        return {
+            ps.name: summarise(ps, self.logits_from(start, j))
+            for j, ps in enumerate(self.sets)
+        }
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # LASER
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
 def truncated(model, layer: int, matrix: str, rank: int, svd=None):
     """Replace one MLP matrix by its best rank-``rank`` approximation (the book's one
     truncation routine, :func:`revlib.probes.truncated`); restored exactly on exit.
-    ``svd``: optional :func:`revlib.probes.thin_svd` of that weight, reused across ranks."""
+    ``svd``: optional :func:`revlib.probes.thin_svd` of that weight, reused across
+    ranks."""
     with probes.truncated(mlp_weight(model, layer, matrix), rank, svd) as w:
         yield w
 
@@ -184,8 +199,9 @@ def truncated(model, layer: int, matrix: str, rank: int, svd=None):
 @dataclass(frozen=True)
 class Sweep:
     """A LASER sweep. ``values[f"{set}/{metric}"]``: ``[matrix, layer, rank_fraction]``
-    (sets ``factual``, ``ioi``; metrics of :func:`summarise`); ``ranks`` ``[rank_fraction]``
-    (kept singular values, the same for all three matrices); ``baseline[set][metric]``."""
+    (sets ``factual``, ``ioi``; metrics of :func:`summarise`); ``ranks``
+    ``[rank_fraction]`` (kept singular values, the same for all three matrices);
+    ``baseline[set][metric]``."""
 
     config: Config
     ranks: np.ndarray
@@ -196,8 +212,10 @@ class Sweep:
         """Change from the unmodified model, ``[matrix, layer, rank_fraction]``."""
         return self.values[f"{set_name}/{metric}"] - self.baseline[set_name][metric]
 
-    def best(self, set_name: str, metric: str = "logodds") -> tuple[str, int, float, float]:
-        """``(matrix, layer, rank_fraction, change)`` of the largest increase of ``metric``."""
+    def best(self, set_name: str,
+             metric: str = "logodds") -> tuple[str, int, float, float]:
+        """``(matrix, layer, rank_fraction, change)`` of the largest increase of
+        ``metric``."""
         d = self.delta(set_name, metric)
         i, j, k = np.unravel_index(np.argmax(d), d.shape)
         c = self.config
@@ -206,14 +224,16 @@ class Sweep:
     def at(self, set_name: str, matrix: str, layer: int, rank_fraction: float) -> dict:
         """All metrics of one setting."""
         c = self.config
-        idx = (c.matrices.index(matrix), c.layers.index(layer), c.rank_fractions.index(rank_fraction))
+        idx = (c.matrices.index(matrix), c.layers.index(layer),
+               c.rank_fractions.index(rank_fraction))
         metrics = [k.split("/")[1] for k in self.values if k.startswith(set_name + "/")]
         return {m: float(self.values[f"{set_name}/{m}"][idx]) for m in metrics}
 
 
 def sweep(model, sets, config: Config, cache: PrefixCache | None = None) -> Sweep:
-    """Truncate one MLP matrix at a time (each of ``config.matrices`` x ``config.layers`` x
-    ``config.rank_fractions``) and re-measure every probe set through the prefix cache.
+    """Truncate one MLP matrix at a time (each of ``config.matrices`` x
+    ``config.layers`` x ``config.rank_fractions``) and re-measure every probe set
+    through the prefix cache.
 
     The SVD of each matrix is computed once and reused for all its ranks.
     """
@@ -223,7 +243,8 @@ def sweep(model, sets, config: Config, cache: PrefixCache | None = None) -> Swee
     values = {f"{s}/{m}": np.full(shape, np.nan) for s in base for m in base[s]}
     ranks = np.zeros(len(config.rank_fractions), dtype=int)
     for li, layer in enumerate(config.layers):
-        removed = None  # rank 0 of any MLP matrix zeroes the MLP's output: evaluate it once
+        # rank 0 of any MLP matrix zeroes the MLP's output: evaluate it once
+        removed = None
         for mi, matrix in enumerate(config.matrices):
             w = mlp_weight(model, layer, matrix)
             svd = probes.thin_svd(w.detach())
@@ -247,9 +268,9 @@ def sweep(model, sets, config: Config, cache: PrefixCache | None = None) -> Swee
 
 def run(config: Config) -> Sweep:
     """Load the model offline (:func:`revlib.models.smollm.load`), build the factual and
-    IOI probe sets (``config.n_ioi`` sentences, names drawn with ``config.seed``) and run
-    the LASER :func:`sweep`. Raises :class:`revlib.models.smollm.ModelUnavailable` where
-    the model is not installed."""
+    IOI probe sets (``config.n_ioi`` sentences, names drawn with ``config.seed``) and
+    run the LASER :func:`sweep`. Raises :class:`revlib.models.smollm.ModelUnavailable`
+    where the model is not installed."""
     if not isinstance(config, Config):
         raise ValueError(f"config must be a pretrained_lm.Config, got {type(config)}")
     model, tok, _ = smollm.load()
@@ -263,9 +284,9 @@ def provenance() -> dict:
 
 
 def save_sweep(path: str | os.PathLike, sw: Sweep, seconds: float) -> None:
-    """Write a sweep as a record (:mod:`revlib.records`, atomically) with its provenance:
-    the model, package versions, the git commit, this CPU's kernel level and the run time.
-    :func:`load_sweep` reads it."""
+    """Write a sweep as a record (:mod:`revlib.records`, atomically) with its
+    provenance: the model, package versions, the git commit, this CPU's kernel level and
+    the run time. :func:`load_sweep` reads it."""
     records.write(path, records.make(
         "pretrained_lm", sw.config, seeds=[sw.config.seed], extras=records.extras(sw),
         seconds=seconds, **provenance()))
@@ -302,9 +323,10 @@ def _mlp_outputs(model, ps: ProbeSet, layer: int) -> torch.Tensor:
 
 
 def mlp_output_change(model, ps: ProbeSet, layer: int, matrix: str, rank: int) -> float:
-    """Mean over prompts of ``|MLP_trunc(h) - MLP(h)| / |MLP(h)|`` at the last position, for
-    layer ``layer``'s MLP with ``matrix`` truncated to ``rank``: 1 means the truncation removes
-    the MLP's output as thoroughly as deleting it; a small value, that it only denoises it."""
+    """Mean over prompts of ``|MLP_trunc(h) - MLP(h)| / |MLP(h)|`` at the last position,
+    for layer ``layer``'s MLP with ``matrix`` truncated to ``rank``: 1 means the
+    truncation removes the MLP's output as thoroughly as deleting it; a small value,
+    that it only denoises it."""
     full = _mlp_outputs(model, ps, layer)  # [N, d]
     with truncated(model, layer, matrix, rank):
         cut = _mlp_outputs(model, ps, layer)

