@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from revlib.data import reversal
+from revlib.data import bilinear as bilinear_data
 from revlib.experiments import bilinear
 from revlib.models.bilinear import Bilinear
 from revlib.theory import bilinear as theory
 
 
 def test_analytic_gradient_matches_autograd():
-    task = reversal.bilinear_task(m=12, n=4, d=20, n_reverse_heldout=1, seeds=[0, 1])
+    task = bilinear_data.bilinear_task(m=12, n=4, d=20, n_reverse_heldout=1, seeds=[0, 1])
     theta0 = 0.3 * torch.randn(2, 12, 12, generator=torch.Generator().manual_seed(0))
     model = Bilinear(2, 12, theta0)
     model.loss(task.coords, task.train_in, task.train_out).sum().backward()
@@ -21,8 +21,8 @@ def test_analytic_gradient_matches_autograd():
 
 def test_training_in_span_coordinates_equals_training_in_full_dimension():
     m, d, steps, lr = 10, 40, 30, 1.0
-    vocab = reversal.embeddings(m, d, seed=3).double()
-    coords = reversal.span_coordinates(vocab)
+    vocab = bilinear_data.embeddings(m, d, seed=3).double()
+    coords = bilinear_data.span_coordinates(vocab)
     # the coordinates preserve every inner product
     torch.testing.assert_close(coords @ coords.T, vocab @ vocab.T)
     inp, out = torch.tensor([[0, 1, 2, 5, 6]]), torch.tensor([[5, 6, 7, 0, 1]])
@@ -39,7 +39,7 @@ def test_training_in_span_coordinates_equals_training_in_full_dimension():
 
 
 def test_task_split_invariants():
-    task = reversal.bilinear_task(m=30, n=10, d=8, n_reverse_heldout=3, seeds=[4, 5, 6])
+    task = bilinear_data.bilinear_task(m=30, n=10, d=8, n_reverse_heldout=3, seeds=[4, 5, 6])
     for s in range(3):
         tokens = torch.cat([task.x[s], task.y[s]])
         assert len(set(tokens.tolist())) == 20  # 2n distinct tokens
@@ -54,8 +54,8 @@ def test_task_split_invariants():
 
 
 def test_seed_data_does_not_depend_on_batch_companions():
-    a = reversal.bilinear_task(m=20, n=5, d=16, n_reverse_heldout=1, seeds=[7])
-    b = reversal.bilinear_task(m=20, n=5, d=16, n_reverse_heldout=1, seeds=[6, 7])
+    a = bilinear_data.bilinear_task(m=20, n=5, d=16, n_reverse_heldout=1, seeds=[7])
+    b = bilinear_data.bilinear_task(m=20, n=5, d=16, n_reverse_heldout=1, seeds=[6, 7])
     torch.testing.assert_close(a.coords[0], b.coords[1])
     assert torch.equal(a.x[0], b.x[1])
 
@@ -80,7 +80,7 @@ def test_smallest_epsilon_by_hand():
 
 
 def test_initial_probability_range_of_zero_init_is_uniform():
-    task = reversal.bilinear_task(m=16, n=4, d=32, n_reverse_heldout=1, seeds=[0])
+    task = bilinear_data.bilinear_task(m=16, n=4, d=32, n_reverse_heldout=1, seeds=[0])
     rng = theory.initial_probability_range(torch.zeros(1, 16, 16), task.coords)
     torch.testing.assert_close(rng, torch.ones(1, 2))
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from revlib.data import onelayer
+from revlib.data import reversal
 from revlib.experiments import one_layer
 from revlib.models.reparam import OneLayer, Reparam, embedding_matrix, nll, reparam_logits
 from revlib.theory import one_layer as theory
@@ -41,7 +41,7 @@ def test_orthonormal_embeddings_and_dimension_check():
 
 
 def test_analytic_gradient_matches_autograd():
-    task = onelayer.reversal_task(M=14, n=5, n_heldout=2, seeds=[0, 1])
+    task = reversal.reversal_task(M=14, n=5, n_heldout=2, seeds=[0, 1])
     model = Reparam(2, 14)
     with torch.no_grad():
         model.Y.normal_(generator=torch.Generator().manual_seed(0))
@@ -54,7 +54,7 @@ def test_analytic_gradient_matches_autograd():
 
 def test_gd_on_value_matrix_is_gd_on_Y_for_orthonormal_embeddings():
     """Y = U W_V^T U^T is linear in W_V and U U^T = I, so the two trajectories coincide."""
-    task = onelayer.reversal_task(M=10, n=3, n_heldout=1, seeds=[2])
+    task = reversal.reversal_task(M=10, n=3, n_heldout=1, seeds=[2])
     ctx, q, t = task.train_ctx, task.train_query, task.train_target
     tf, rp = OneLayer(1, 10, 13, "orthonormal", seed=5), Reparam(1, 10)
     for model in (tf, rp):
@@ -67,7 +67,7 @@ def test_gd_on_value_matrix_is_gd_on_Y_for_orthonormal_embeddings():
 
 
 def test_task_split_invariants():
-    task = onelayer.reversal_task(M=40, n=8, n_heldout=3, seeds=[4, 5])
+    task = reversal.reversal_task(M=40, n=8, n_heldout=3, seeds=[4, 5])
     for s in range(2):
         ents = torch.cat([task.a[s], task.b[s]]).tolist()
         assert len(set(ents)) == 16 and min(ents) >= 2
@@ -79,7 +79,7 @@ def test_task_split_invariants():
         assert held == {(task.b[s, i].item(), 1, task.a[s, i].item()) for i in range(3)}
         # the held-out B_i never appear as an input: their rows of Y get no gradient
         assert not set(task.b[s, :3].tolist()) & set(task.train_ctx[s, :, 0].tolist())
-    alone = onelayer.reversal_task(M=40, n=8, n_heldout=3, seeds=[5])
+    alone = reversal.reversal_task(M=40, n=8, n_heldout=3, seeds=[5])
     assert torch.equal(alone.a[0], task.a[1])
 
 
@@ -107,7 +107,7 @@ def test_config_errors_name_the_field(kwargs, field):
 
 
 def test_typed_task_and_t3_run_keep_heldout_weights_at_zero():
-    from revlib.data.onelayer import A_TYPE, B_TYPE, typed_reversal_task
+    from revlib.data.reversal import A_TYPE, B_TYPE, typed_reversal_task
 
     task = typed_reversal_task(M=30, n=6, n_heldout=2, seeds=[3, 4])
     assert task.train_ctx.shape == (2, 10, 2) and task.heldout_ctx.shape == (2, 2, 2)

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from revlib.data import sequences
+from revlib.data.reversal_sequences import (
+    in_context_sequences, n_pairs, reversal_sequences)
 from revlib.experiments import multi_layer as ml
 
 
@@ -11,7 +12,7 @@ def _sentences(t):
 
 
 def test_reversal_split_invariants():
-    data = sequences.reversal_sequences(vocab=200, word_size=1, seeds=[3, 4])
+    data = reversal_sequences(vocab=200, word_size=1, seeds=[3, 4])
     assert data.vocab_size == 202 and data.n_pairs == 50
     assert data.train.shape == (2, 85, 3) and data.val.shape == (2, 15, 3)  # 35 both ways + 15
     for s in range(2):
@@ -32,14 +33,14 @@ def test_reversal_split_invariants():
 
 
 def test_held_out_direction_is_a_fair_coin():
-    data = sequences.reversal_sequences(vocab=400, word_size=1, seeds=list(range(20)))
+    data = reversal_sequences(vocab=400, word_size=1, seeds=list(range(20)))
     frac = data.heldout_forward[~data.both].float().mean().item()
     assert 0.4 < frac < 0.6, frac  # 600 coin flips
 
 
 def test_two_token_entities():
-    data = sequences.reversal_sequences(vocab=200, word_size=2, seeds=[0])
-    assert sequences.n_pairs(200, 2) == 100 and sequences.n_pairs(800, 1) == 200
+    data = reversal_sequences(vocab=200, word_size=2, seeds=[0])
+    assert n_pairs(200, 2) == 100 and n_pairs(800, 1) == 200
     assert data.train.shape == (1, 170, 5) and data.seq_len == 5
     for ent in (data.a[0], data.b[0]):
         assert len(_sentences(ent)) == 100  # distinct tuples
@@ -50,14 +51,14 @@ def test_two_token_entities():
 
 
 def test_seed_data_does_not_depend_on_batch_companions():
-    a = sequences.reversal_sequences(vocab=100, word_size=1, seeds=[5])
-    b = sequences.reversal_sequences(vocab=100, word_size=1, seeds=[4, 5])
+    a = reversal_sequences(vocab=100, word_size=1, seeds=[5])
+    b = reversal_sequences(vocab=100, word_size=1, seeds=[4, 5])
     assert torch.equal(a.train[0], b.train[1]) and torch.equal(a.val[0], b.val[1])
     assert not torch.equal(b.train[0], b.train[1])
 
 
 def test_in_context_sequences():
-    data = sequences.in_context_sequences(vocab=200, n_x=50, n_y=10, n_y_train=7, seeds=[0, 1])
+    data = in_context_sequences(vocab=200, n_x=50, n_y=10, n_y_train=7, seeds=[0, 1])
     assert data.vocab_size == 203
     assert data.train.shape == (2, 350, 7) and data.val.shape == (2, 150, 7)
     for s in range(2):
@@ -128,8 +129,8 @@ def test_sweep_records_config_and_numbers():
 
 
 def test_reverse_in_training_trains_every_pair_both_ways():
-    base = sequences.reversal_sequences(vocab=200, word_size=1, seeds=[3])
-    given = sequences.reversal_sequences(vocab=200, word_size=1, seeds=[3],
+    base = reversal_sequences(vocab=200, word_size=1, seeds=[3])
+    given = reversal_sequences(vocab=200, word_size=1, seeds=[3],
                                          heldout_in_training=True)
     assert torch.equal(given.val, base.val) and torch.equal(given.a, base.a)
     assert torch.equal(given.train, torch.cat([base.train, base.val], dim=1))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from revlib import _validate
-from revlib.data.onelayer import entities
+from revlib.data.reversal import entities
 
 DIRECT, INDIRECT = 0, 1
 X, Y, Z = 2, 3, 4  # type tokens of the correlated-token variant

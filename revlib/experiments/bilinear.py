@@ -11,7 +11,7 @@ import torch
 
 from revlib import _validate, repro
 from revlib.config import ExperimentConfig
-from revlib.data.reversal import BilinearTask, bilinear_task
+from revlib.data.bilinear import BilinearTask, bilinear_task
 from revlib.models.bilinear import Bilinear
 from revlib.theory import bilinear as theory
 from revlib.train import History, train

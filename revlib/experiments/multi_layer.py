@@ -1,8 +1,8 @@
 """Chapter "Multi-layer transformers": the reversal curse in a small causal transformer.
 
 Zhu et al. (2024, Section 5) train GPT-2 from scratch on the sentences of
-:mod:`revlib.data.sequences` with AdamW (lr 0.01, batch 64, the code's effective weight decay
-0.01) and the loss on the answer only. :func:`run` does the same for ``n_seeds`` seeds at once
+:mod:`revlib.data.reversal_sequences` with AdamW (lr 0.01, batch 64, the code's effective
+weight decay 0.01) and the loss on the answer only. :func:`run` does the same for ``n_seeds`` seeds at once
 with :class:`revlib.models.transformer.Transformer` (no dropout; GPT-2 has 0.1).
 
 ``python -m revlib.experiments.multi_layer --sweep data/multi_layer_sweep.json`` runs every
@@ -22,7 +22,9 @@ import torch
 
 from revlib import _validate, metrics, probes, records, repro
 from revlib.config import ExperimentConfig
-from revlib.data import sequences
+from revlib.data.reversal_sequences import (BACKWARD, FORWARD, ReversalSequences,
+                                            in_context_sequences, n_pairs,
+                                            reversal_sequences)
 from revlib.models.transformer import POSITIONS, Transformer, TransformerConfig, answer_loss
 from revlib.train import History, TrainConfig, train
 
@@ -101,7 +103,7 @@ class Config(ExperimentConfig):
     def n_train(self) -> int:
         if self.task == "in_context":
             return self.n_x * self.n_y_train
-        P = sequences.n_pairs(self.vocab, self.word_size)
+        P = n_pairs(self.vocab, self.word_size)
         n_both = int(round(self.split_ratio * P))
         return 2 * P if self.reverse_in_training else 2 * n_both + (P - n_both)
 
@@ -173,10 +175,10 @@ def run(config: Config) -> Result:
     """Train ``config.n_seeds`` transformers at once and evaluate them."""
     S = config.n_seeds
     if config.task == "reversal":
-        data = sequences.reversal_sequences(config.vocab, config.word_size, config.seeds,
+        data = reversal_sequences(config.vocab, config.word_size, config.seeds,
                                             config.split_ratio, config.reverse_in_training)
     else:
-        data = sequences.in_context_sequences(config.vocab, config.n_x, config.n_y,
+        data = in_context_sequences(config.vocab, config.n_x, config.n_y,
                                               config.n_y_train, config.seeds)
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
     T = data.seq_len
@@ -203,13 +205,13 @@ def run(config: Config) -> Result:
     return result
 
 
-def _heatmaps(model: Transformer, data: sequences.ReversalSequences) -> dict:
+def _heatmaps(model: Transformer, data: ReversalSequences) -> dict:
     w, S = data.word_size, data.n_seeds
     one = ~data.both
     panels = {}
     for name, src, dst, rel, rows in [
-        ("train_forward", data.a, data.b, sequences.FORWARD, data.both),
-        ("train_backward", data.b, data.a, sequences.BACKWARD, data.both),
+        ("train_forward", data.a, data.b, FORWARD, data.both),
+        ("train_backward", data.b, data.a, BACKWARD, data.both),
         ("val_seen", None, None, None, one & True),
         ("val_unseen", None, None, None, one & True),
     ]:
@@ -217,7 +219,7 @@ def _heatmaps(model: Transformer, data: sequences.ReversalSequences) -> dict:
             fwd = ~data.heldout_forward if name == "val_seen" else data.heldout_forward
             src = torch.where(fwd[..., None], data.a, data.b)
             dst = torch.where(fwd[..., None], data.b, data.a)
-            rel = torch.where(fwd, sequences.FORWARD, sequences.BACKWARD)
+            rel = torch.where(fwd, FORWARD, BACKWARD)
         else:
             rel = torch.full(data.both.shape, rel)
         n = int(rows[0].sum())  # the same count for every seed
@@ -233,7 +235,8 @@ def _heatmaps(model: Transformer, data: sequences.ReversalSequences) -> dict:
     return out
 
 
-def _heldout_mrr(model: Transformer, data: sequences.ReversalSequences) -> tuple[np.ndarray, np.ndarray]:
+def _heldout_mrr(model: Transformer,
+                 data: ReversalSequences) -> tuple[np.ndarray, np.ndarray]:
     """Rank of each held-out answer among the answers of its own type; see ``Result``."""
     S, one = data.n_seeds, ~data.both
     n = int(one[0].sum())
@@ -241,7 +244,7 @@ def _heldout_mrr(model: Transformer, data: sequences.ReversalSequences) -> tuple
     a, b = data.a[one].view(S, n, -1), data.b[one].view(S, n, -1)
     src = torch.where(fwd[..., None], a, b)
     answer = torch.where(fwd, b[..., 0], a[..., 0])                  # [S, n]
-    rel = torch.where(fwd, sequences.FORWARD, sequences.BACKWARD)
+    rel = torch.where(fwd, FORWARD, BACKWARD)
     logits = model(torch.cat([src, rel[..., None]], dim=-1))[:, :, -1]  # [S, n, V]
     own = logits.gather(2, answer[..., None])                        # [S, n, 1]
     mrr, chance = [], []

@@ -12,7 +12,7 @@ import torch
 
 from revlib import _validate
 from revlib.config import ExperimentConfig
-from revlib.data.onelayer import ReversalTask, reversal_task, typed_reversal_task
+from revlib.data.reversal import ReversalTask, reversal_task, typed_reversal_task
 from revlib.models.reparam import EMBEDDINGS, OneLayer, Reparam, nll
 from revlib.theory import one_layer as theory
 from revlib.train import History, TrainConfig, train
