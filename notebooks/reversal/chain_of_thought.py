@@ -280,8 +280,9 @@ ledger.check(
 ledger.check(
     "tf-heldout-rank-chance",
     "the held-out C_i ranks near chance among the n "
-    "entities C_j after A_i ~> (MRR over chance, per seed)",
-    mrr["held"] / chance,
+    "entities C_j after A_i ~> (MRR over chance, median seed; a learnt answer: 1 / "
+    "chance)",
+    np.median(mrr["held"] / chance),
     below=4.0,
     tol=TOL_MRR_RATIO,
     paper="no diagonal (Figure 4; no number)",
