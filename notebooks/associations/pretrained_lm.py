@@ -98,7 +98,7 @@ plot.set_theme()
 MODEL_OK, why = smollm.available()
 model_ok = ledger.precondition("model", "the offline model SmolLM2-135M-Instruct loads",
                                float(MODEL_OK), above=0.5, tol=0.1,
-                               unmet="the model is not installed (see the message below)")
+                               unmet="the model is not installed (see below)")
 
 
 def check(id, sentence, value, **kw):

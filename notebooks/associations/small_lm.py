@@ -186,7 +186,7 @@ print(f"every FF removed: p(the) + p(IO) + p(S) per seed {approx(no_ff, 0.02)} "
 ledger.glue("no_ff", no_ff, tol=0.02)
 ledger.glue("no_ff_x", no_ff / uniform, tol=0.25)
 # Stated as a fraction of the uniform level: the raw sum moves by up to 0.06 between
-# seeds (0.004-0.06) and by 0.014 between CPU kernel paths; the untrained model sits at 1.
+# seeds (0.004-0.06) and by 0.014 between CPU kernel paths; untrained, it sits at 1.
 _ = ledger.check("no-ff-no-prediction",
                  "with every FF removed, p(the) + p(IO) + p(S) at the answer falls "
                  "below 0.8 times its uniform level 3/|V| (an untrained model: 1), on "
