@@ -130,7 +130,10 @@ class Ledger:
     this run and of the paper's (``"unknown"`` where not known); ``size_knobs``: the
     ``parameters``-cell names that ``scripts/check-claims --scale K`` multiplies, with their
     values in this run; ``quick``: parameter values that make the control runs of CI cheaper
-    (``check-claims --quick``) while giving the same verdicts."""
+    (``check-claims --quick``) while giving the same verdicts; a key that names a control
+    maps to values for that control's run only (e.g. ``{"N_SEEDS": 1, "swap_stored":
+    {"STEPS": 20}}``: a control that only reads stored runs need not train the live ones
+    at full length, since none of the claims it must break reads them)."""
 
     def __init__(self, notebook: str, *, control: str = "none",
                  controls: dict[str, str] | None = None, scale: str = "",
@@ -148,6 +151,10 @@ class Ledger:
         self.scale, self.paper_scale = scale, paper_scale
         self.size_knobs = dict(size_knobs or {})
         self.quick = dict(quick or {})
+        for name, value in self.quick.items():
+            if isinstance(value, dict) and name not in self.controls:
+                raise ValueError(f"quick[{name!r}] holds a control's values, but {name!r} is "
+                                 f"not one of the controls {sorted(self.controls)}")
         self.records: dict[str, Record] = {}
         self.mode = mode()
 

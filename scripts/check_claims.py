@@ -47,8 +47,10 @@ def _job(path: Path, stored: dict, control: str, args, ledger_dir: Path) -> dict
     params = {"CONTROL": control}
     if args.seed is not None:
         params["SEED"] = args.seed
-    if args.quick:
-        params.update(stored.get("quick", {}))
+    if args.quick:  # the values for every control run, then this control's own
+        quick = stored.get("quick", {})
+        params.update({k: v for k, v in quick.items() if not isinstance(v, dict)})
+        params.update(quick.get(control, {}) if isinstance(quick.get(control), dict) else {})
     if args.scale != 1:
         params.update(_scaled(stored.get("size_knobs", {}), args.scale))
     for item in args.set:

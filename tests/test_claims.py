@@ -143,3 +143,22 @@ def test_a_glued_number_is_compared_within_its_tolerance():
     exact = {"output_type": "display_data", "data": {key: "0.98"}, "metadata": {}}
     assert report.compare(nbval_plugin._with_tol("0.98", exact),
                           nbval_plugin._with_tol("0.99", exact))
+
+
+def test_quick_values_apply_to_every_control_run_and_per_control(tmp_path):
+    import argparse
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("check_claims", root / "scripts/check_claims.py")
+    cc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cc)
+    stored = {"quick": {"N_SEEDS": 1, "swap_stored": {"STEPS": 20}}}
+    args = argparse.Namespace(seed=None, quick=True, scale=1.0, set=[])
+    swap = cc._job(Path("x.ipynb"), stored, "swap_stored", args, tmp_path)["params"]
+    other = cc._job(Path("x.ipynb"), stored, "no_training", args, tmp_path)["params"]
+    assert swap == {"CONTROL": "swap_stored", "N_SEEDS": 1, "STEPS": 20}
+    assert other == {"CONTROL": "no_training", "N_SEEDS": 1}
+    with pytest.raises(ValueError, match="not one of the controls"):
+        claims.Ledger("reversal/x", controls={"a": "..."}, quick={"b": {"STEPS": 1}})
