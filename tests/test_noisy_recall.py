@@ -196,3 +196,12 @@ def test_allocation_budgets_are_equal_and_bayes_losses_by_hand():
     i = torch.nonzero(background[0])[0]
     x, y = data.x[0][tuple(i)].item(), data.y[0][tuple(i)].item()
     assert bayes[0][tuple(i)].item() == pytest.approx(-np.log(cond[x, y]))
+
+
+def test_the_cached_statistics_are_read_only():
+    pi, cond = nr.character_statistics()
+    with pytest.raises(ValueError):
+        cond[0, 0] = 0.0
+    with pytest.raises(ValueError):
+        pi[0] = 0.0
+    assert nr.character_statistics()[1][0, 0] == cond[0, 0]

@@ -64,3 +64,26 @@ def test_answer_loss_uses_only_masked_positions():
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         _cfg(**kwargs)
+
+
+def test_building_a_model_leaves_the_global_random_stream_alone():
+    from revlib.models.jepa import JEPA, JEPAConfig
+
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    Transformer(TransformerConfig(vocab_size=11, block_size=4, n_layer=2, n_head=2,
+                                  d_model=8), n_seeds=2, seed=5)
+    JEPA(JEPAConfig(vocab_size=7, n_rec=1, n_sem=1, d_model=8, n_head=2), 2, seed=5)
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_jepa_memory_keys_are_a_buffer():
+    from revlib.models.jepa import JEPA, JEPAConfig
+
+    keys = torch.arange(6).view(1, 6, 1).expand(2, -1, -1)
+    cfg = JEPAConfig(vocab_size=7, patch_len=1, d_model=8, n_head=2, memory=True,
+                     concept_ln="layernorm")
+    model = JEPA(cfg, 2, seed=0, memory_keys=keys)
+    assert "keys" in dict(model.named_buffers()) and "keys" in model.state_dict()
+    assert model.keys.shape == (2, 6, 8)
+    assert model.to(torch.float64).keys.dtype == torch.float64   # moves with the model

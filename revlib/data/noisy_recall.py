@@ -75,6 +75,8 @@ def character_statistics(concentration: float = 8.0) -> tuple[np.ndarray, np.nda
     ``pi_i`` is proportional to ``(i + 2) ** -1.1`` (so ``pi_q`` is close to the 0.15 of the
     space character in tiny-Shakespeare); each row of ``cond`` is Dirichlet around ``pi``, with
     ``concentration`` setting how peaked bigrams are (small: nearly deterministic).
+    The arrays are cached and shared between callers, so they are read-only (copy to
+    change one).
     """
     _validate.real("concentration", concentration, 0.0, 1e6, lo_open=True)
     rank = np.arange(VOCAB_SIZE)
@@ -84,6 +86,8 @@ def character_statistics(concentration: float = 8.0) -> tuple[np.ndarray, np.nda
     cond = rng.dirichlet(concentration * VOCAB_SIZE * pi, size=VOCAB_SIZE)
     cond = np.maximum(cond, 1e-12)
     cond /= cond.sum(axis=1, keepdims=True)
+    pi.flags.writeable = False
+    cond.flags.writeable = False
     return pi, cond
 
 

@@ -27,8 +27,8 @@ from torch import nn
 
 from revlib import _validate
 from revlib.metrics import masked_mean
-from revlib.models.transformer import (Block, SeedLayerNorm, SeedLinear,
-                                       TransformerConfig, _stream, check_shape)
+from revlib.models.transformer import (Block, SeedLayerNorm, TransformerConfig,
+                                       check_shape, draw_weights)
 
 
 def resolve_concept_ln(concept_ln: str, memory: bool) -> str:
@@ -101,16 +101,10 @@ class JEPA(nn.Module):
                 raise ValueError("memory=True needs memory_keys: [S, n_keys, K] token ids of each key's patch")
             self.register_buffer("key_tokens", memory_keys)
             self.values = nn.Parameter(torch.empty(n_seeds, memory_keys.shape[1], d))
-        stds = {"wte": cfg.init_std, "values": cfg.init_std}
-        stds.update({f"{n}.weight": m.std for n, m in self.named_modules() if isinstance(m, SeedLinear)})
-        with torch.no_grad():
-            for name, p in self.named_parameters(recurse=True):
-                if name in stds:
-                    for i in range(n_seeds):
-                        g = torch.Generator().manual_seed(_stream(seed + i, name))
-                        p[i].copy_(torch.randn(p.shape[1:], generator=g) * stds[name])
-            if cfg.memory:  # the embeddings are frozen, so the keys can be computed once
-                self.keys = self._mean_embedding(memory_keys)                   # [S, n_keys, d]
+        draw_weights(self, {"wte": cfg.init_std, "values": cfg.init_std}, seed)
+        if cfg.memory:  # the embeddings are frozen, so the keys can be computed once
+            with torch.no_grad():                                     # [S, n_keys, d]
+                self.register_buffer("keys", self._mean_embedding(memory_keys))
 
     def _mean_embedding(self, patches: torch.Tensor) -> torch.Tensor:
         """Mean of the real (non-pad) token embeddings of each patch: ``[S, ..., K] -> [S, ..., d]``."""

@@ -90,12 +90,17 @@ def check_shape(n_layer: int, n_head: int, d_model: int,
 
 
 class SeedLinear(nn.Module):
-    """``y = x @ W`` with one ``W [in, out]`` per seed: ``x [S, ..., in] -> [S, ..., out]``."""
+    """``y = x @ W`` with one ``W [in, out]`` per seed: ``x [S, ..., in]`` ->
+    ``[S, ..., out]``.
+
+    ``W`` starts at zero: the model that owns the layer draws it, ``N(0, std^2)``, from
+    the seed's own stream (:func:`draw_weights`), so building a layer draws nothing from
+    the global random stream."""
 
     def __init__(self, n_seeds: int, d_in: int, d_out: int, std: float):
         super().__init__()
         self.std = std
-        self.weight = nn.Parameter(torch.randn(n_seeds, d_in, d_out) * std)
+        self.weight = nn.Parameter(torch.zeros(n_seeds, d_in, d_out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -224,18 +229,8 @@ class Transformer(nn.Module):
         self.ln_f = SeedLayerNorm(n_seeds, d, cfg.layernorm)
         self.head = (None if cfg.tied else
                      nn.Parameter(torch.empty(n_seeds, V, d), requires_grad=not cfg.freeze_unembedding))
-        # Every weight of seed s is drawn from its own stream (seed s, parameter name), so a
-        # seed's model does not depend on how many seeds share the batch.
-        stds = {"wte": emb_std, "wpe": emb_std,
-                "head": cfg.head_std if cfg.head_std is not None else emb_std}
-        stds.update({f"{name}.weight": m.std for name, m in self.named_modules()
-                     if isinstance(m, SeedLinear)})
-        with torch.no_grad():
-            for name, p in self.named_parameters():
-                if name in stds:
-                    for i in range(n_seeds):
-                        g = torch.Generator().manual_seed(_stream(seed + i, name))
-                        p[i].copy_(torch.randn(p.shape[1:], generator=g) * stds[name])
+        head_std = cfg.head_std if cfg.head_std is not None else emb_std
+        draw_weights(self, {"wte": emb_std, "wpe": emb_std, "head": head_std}, seed)
 
     def n_params(self) -> int:
         """Trainable parameters of one seed's model."""
@@ -260,6 +255,21 @@ class Transformer(nn.Module):
             internals.residual = x.detach()
         out = self.wte if self.head is None else self.head
         return (x.reshape(S, B * T, -1) @ out.transpose(1, 2)).view(S, B, T, -1)
+
+
+def draw_weights(model: nn.Module, stds: dict[str, float], seed: int) -> None:
+    """Draw ``model``'s parameters named in ``stds`` and every :class:`SeedLinear`
+    weight (with its ``std``), ``N(0, std^2)``, seed ``i`` of the batch from its own
+    stream ``(seed + i, parameter name)``: a seed's model does not depend on how many
+    seeds share the batch, and the global random stream is neither read nor moved."""
+    stds = {**stds, **{f"{name}.weight": m.std for name, m in model.named_modules()
+                       if isinstance(m, SeedLinear)}}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name in stds:
+                for i in range(p.shape[0]):
+                    g = torch.Generator().manual_seed(_stream(seed + i, name))
+                    p[i].copy_(torch.randn(p.shape[1:], generator=g) * stds[name])
 
 
 def _stream(seed: int, name: str) -> int:
