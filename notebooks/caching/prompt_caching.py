@@ -223,8 +223,9 @@ plt.show()
 # The head maps each base embedding to $\mathrm{normalize}(Wv)$ ($W$ starts at the
 # identity) and scores a pair by $\sigma(\cos/\lambda - c)$. It is trained for `STEPS` Adam
 # steps on the training pairs against the teacher: BCE on hard labels drawn from the
-# teacher's 0.95 / 0.05 probability, or SLD against its logit. The AUC is measured on the
-# held-out test pairs, all and hard.
+# teacher's 0.95 / 0.05 probability, or SLD against its logit, with Adam steps of 0.01
+# (BCE) and 0.003 (SLD: at 0.01 its steep loss makes a run depend on the CPU's kernels).
+# The AUC is measured on the held-out test pairs, all and hard.
 
 # %% tags=["hide-input"]
 rows = {}
@@ -417,12 +418,18 @@ with open(f"{STORED}check.json") as fh:
 if check["model"] in MODELS and SEED == check["data_seed"]:
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in check.items()
               if k in pc.Config.__dataclass_fields__}
-    live = pc.run(pc.Config(**{**fields, "steps": LIVE_LAYER_STEPS}))
+    # under no_finetuning the live run takes no step, as the rest of the notebook
+    live_steps = 0 if CONTROL == "no_finetuning" else LIVE_LAYER_STEPS
+    live = pc.run(pc.Config(**{**fields, "steps": live_steps}))
     want = check["stored_auc_hard_by_steps"][str(LIVE_LAYER_STEPS)]
     got = live.tuned[check["losses"][0]][0]["auc_hard"]
-    print(f"live re-check, {live.model_name}, last layer, {LIVE_LAYER_STEPS} steps: "
+    print(f"live re-check, {live.model_name}, last layer, {live_steps} steps: "
           f"AUC hard {approx(got, 0.01)} (stored {exact(want)})")
-    assert abs(got - want) < 0.01, (got, want)
+    ledger.check("layers-live-matches-stored",
+                 f"{live.model_name}, last layer: the live re-run's hard AUC after "
+                 f"{LIVE_LAYER_STEPS} steps equals the stored one (distance)",
+                 abs(got - want), below=0.01, tol=0.005,
+                 controls=("no_finetuning",))
 else:
     print("live re-check skipped: it needs the stored run's model and SEED "
           f"{check['data_seed']}")
