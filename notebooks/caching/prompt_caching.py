@@ -238,6 +238,8 @@ for m, r in results.items():
               f"hard {approx(v['auc_hard'], TOL_AUC)} (seeds {list(SEEDS)}); "
               f"lambda {approx(np.mean(r.lam[loss]), '20%')}, "
               f"c {approx(np.mean(r.c[loss]), '20%')}")
+# the models whose gains on all pairs and at 1% error are claims
+CLAIM_ALL_GAIN = ("e5",)
 for m, r in results.items():
     for loss in r.tuned:
         auc_hard = rows[m, loss]["auc_hard"]
@@ -246,11 +248,17 @@ for m, r in results.items():
                      "over seeds", auc_hard.mean(), above=0.58, tol=0.03, paper=0.81,
                      verdict="partly",
                      controls=("labels_shuffled", "teacher_noise_one", "no_finetuning"))
-        ledger.check(f"gain-all-{m}-{loss}",
-                     f"{r.model_name}, {loss}: fine-tuned minus base AUC on all "
-                     "test pairs",
-                     rows[m, loss]["auc_all"] - r.base["auc_all"], above=0.02, tol=0.01,
-                     controls=("labels_shuffled", "teacher_noise_one", "no_finetuning"))
+        # MiniLM's gain on all pairs is shown, not claimed: on another data split
+        # (SEED = 4242) it fell below this bound while its hard-subset gain held
+        if m in CLAIM_ALL_GAIN:
+            ledger.check(f"gain-all-{m}-{loss}",
+                         f"{r.model_name}, {loss}: fine-tuned minus base AUC on all "
+                         "test pairs", rows[m, loss]["auc_all"] - r.base["auc_all"],
+                         above=0.02, tol=0.01, controls=("labels_shuffled",
+                                                         "teacher_noise_one",
+                                                         "no_finetuning"))
+        gain_all = rows[m, loss]["auc_all"] - r.base["auc_all"]
+        ledger.glue(f"gain_all_{m}_{loss}", gain_all, tol=0.01)
         ledger.glue(f"tuned_hard_{m}_{loss}", auc_hard, tol=TOL_AUC)
         ledger.glue(f"tuned_all_{m}_{loss}", rows[m, loss]["auc_all"], tol=TOL_AUC)
 
@@ -297,10 +305,11 @@ for m, r in results.items():
     gain5 = (max(rows[m, loss]["hit_at_5"].min() for loss in r.tuned)
              - r.base["hit_at_5"])
     tuned1 = np.mean([rows[m, loss]["hit_at_1"] for loss in r.tuned])
-    ledger.check(f"hit1-gain-{m}", f"{r.model_name}: fine-tuned hit rate at 1% error "
-                 "(mean over losses and seeds) minus the base model's",
-                 tuned1 - r.base["hit_at_1"], above=0.03, tol=0.02,
-                 controls=("no_finetuning",))
+    if m in CLAIM_ALL_GAIN:  # MiniLM's fell below the bound on data split SEED = 4242
+        ledger.check(f"hit1-gain-{m}", f"{r.model_name}: fine-tuned hit rate at 1% "
+                     "error (mean over losses and seeds) minus the base model's",
+                     tuned1 - r.base["hit_at_1"], above=0.03, tol=0.02,
+                     controls=("no_finetuning",))
     ledger.glue(f"hit1_gain_{m}", tuned1 - r.base["hit_at_1"], tol=0.02)
     ledger.glue(f"best_{m}", best, tol=0.01)
     ledger.glue(f"base_hit1_{m}", r.base["hit_at_1"], tol=TOL_HIT)
@@ -382,8 +391,8 @@ for m, r in results.items():
 # %% [markdown]
 # ## 6. Fine-tuning the last encoder layer (stored runs, re-checked live)
 #
-# Fine-tuning the last encoder layer together with the head (100 steps of 32 pairs, one
-# seed, two losses, two models) costs more than this notebook's budget. It was run once,
+# Fine-tuning the last encoder layer together with the head (100 steps of 32 pairs, two
+# seeds, two losses, two models) costs more than this notebook's budget. It was run once,
 # one `revlib.sweeps.record` per model, by
 # `python -m revlib.experiments.prompt_caching data/prompt_caching_layers_e5.json --models e5`
 # (and `minilm`), with the short runs of the re-check by `... data/prompt_caching_check.json

@@ -421,7 +421,7 @@ def run(config: Config) -> Result:
 # --------------------------------------------------------------------------------------------
 
 # the stored runs were made with the head's step 0.01 for both losses (before lr_sld)
-STORED_LAYERS = {"tune_layers": 1, "steps": 100, "batch": 32, "seeds": (0,), "lr_sld": 0.01}
+STORED_LAYERS = {"tune_layers": 1, "steps": 100, "batch": 32, "seeds": (0, 1), "lr_sld": 0.01}
 LIVE_CHECK = {"model": "minilm", "losses": ("bce",), "seeds": (0,), "data_seed": 0,
               "tune_layers": 1, "batch": 32}
 LIVE_STEPS = (10, 30)
