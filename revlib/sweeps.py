@@ -243,9 +243,3 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
 
 def _describe(fields: Mapping) -> str:
     return ", ".join(f"{k}={records.plain(v)}" for k, v in fields.items()) or "defaults"
-
-
-# Until the locked notebooks (jepa, surface_names, small_lm) read revlib.records directly
-# (issue 17), the readers stay importable here under their old names.
-load, config_of, stored_at = records.load, records.config_of, records.stored_at
-live_against_stored, write_json = records.live_against_stored, records.write

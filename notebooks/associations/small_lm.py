@@ -77,7 +77,7 @@ LR = 1e-9 if CONTROL == "no_training" else 3e-3
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import plot, sweeps
+from revlib import plot, records
 from revlib.data import small_corpus as sc
 from revlib.experiments import small_lm as sl
 from revlib.report import approx, exact
@@ -214,7 +214,7 @@ plt.show()
 # which $p(\mathrm{IO})-p(\mathrm{S})>0.2$ (the in-context answer is picked out).
 
 # %%
-slm = sweeps.load(STORED_DIR, curves=True).sort_values("seed")
+slm = records.load(STORED_DIR, curves=True).sort_values("seed")
 s_steps = slm["curve.steps"].iloc[0]
 curves = {k: np.stack(slm[f"curve.{k}"])                     # [seeds, E]
           for k in ("p_the", "p_io", "p_s", "loss")}

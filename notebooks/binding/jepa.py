@@ -98,7 +98,7 @@ ledger = claims.Ledger(
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import plot, probes, sweeps
+from revlib import plot, probes, records
 from revlib.experiments import jepa
 from revlib.report import approx, exact
 
@@ -317,7 +317,7 @@ _ = ledger.check(
 # numbers do not move; their tolerance is the file's rounding.
 
 # %%
-stored = sweeps.load(STORED_DIR, curves=True)
+stored = records.load(STORED_DIR, curves=True)
 
 # %% tags=["hide-input"]
 TOL_S = 0.001
@@ -351,7 +351,7 @@ groups = {
     for (m, lr), g in stored.groupby(["memory", "lr"], sort=False)
 }
 for name, g in groups.items():
-    norm = sweeps.config_of(g.iloc[0]).model_config(2).concept_ln  # "auto" resolved
+    norm = records.config_of(g.iloc[0]).model_config(2).concept_ln  # "auto" resolved
     print(f"{name} (concept norm {norm}), seeds {list(g.seed)}:")
     for split in ("train", "atomic", "test"):
         print(
@@ -460,7 +460,7 @@ plt.show()
 # steps (all 20,000).
 
 # %%
-trends = sweeps.load(TRENDS_DIR, curves=True)
+trends = records.load(TRENDS_DIR, curves=True)
 
 # %% tags=["hide-input"]
 print(
@@ -660,7 +660,7 @@ live_kw = dict(steps=1, lr=1e-12) if CONTROL == "untrained" else dict(steps=LIVE
 RERUN = CONTROL in ("none", "untrained")
 if RERUN:
     live = jepa.run(
-        sweeps.config_of(
+        records.config_of(
             mem_same.iloc[0], eval_points=2, seed=live_seed, n_seeds=1, **live_kw
         )
     )
@@ -670,7 +670,7 @@ if not RERUN:
     print(f"live re-run skipped under control {CONTROL} (its claim names untrained)")
 else:
     dev = []
-    for name, got, ref, allowed in sweeps.live_against_stored(
+    for name, got, ref, allowed in records.live_against_stored(
         mem_same,
         live,
         ("train_acc", "atomic_acc", "test_mrr"),

@@ -66,7 +66,7 @@ repro.setup(SEED)
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import claims, plot, probes, sweeps
+from revlib import claims, plot, probes, records
 from revlib.data.binding import binding_task
 from revlib.experiments import surface_names
 from revlib.report import approx, exact
@@ -157,7 +157,7 @@ _ = ledger.glue("live_chance_mrr", chance_mrr.mean(), digits=4)
 # token reverses" tests the names' failure.
 
 # %%
-df = sweeps.load(SWEEP_DIR, curves=True)
+df = records.load(SWEEP_DIR, curves=True)
 stored = {}
 for m, g in df.sort_values("seed").groupby("multiplicity"):
     r0 = g.iloc[0]
@@ -241,16 +241,16 @@ named_rows = stored[MULTIPLICITY]["rows"]
 # the re-run checks the stored file; a control that does not name its claim skips it
 RERUN = CONTROL in ("none", "no_training")
 if RERUN:
-    live = surface_names.run(sweeps.config_of(named_rows.iloc[0], steps=LIVE_STEPS,
-                                              eval_points=2, seed=SEED, n_seeds=1,
-                                              **NO_TRAINING))
+    live = surface_names.run(records.config_of(named_rows.iloc[0], steps=LIVE_STEPS,
+                                               eval_points=2, seed=SEED, n_seeds=1,
+                                               **NO_TRAINING))
 
 # %% tags=["hide-input"]
 excess = []
 if not RERUN:
     print(f"live re-run skipped under control {CONTROL} (its claim names no_training)")
 else:
-    for name, got, ref, allowed in sweeps.live_against_stored(
+    for name, got, ref, allowed in records.live_against_stored(
             named_rows, live, ("train_acc", "atomic_acc", "test_mrr"), LIVE_STEPS, -1,
             TOL_LIVE):
         print(f"step {LIVE_STEPS}, {name}: live {approx(got, TOL_LIVE)}, stored median "
