@@ -49,6 +49,9 @@ class Config:
     seed: int = 0
 
     def __post_init__(self):
+        _validate.sequence("layers", self.layers)
+        _validate.sequence("matrices", self.matrices)
+        _validate.sequence("rank_fractions", self.rank_fractions)
         if not self.layers:
             raise ValueError("layers must name at least one layer in [0, 29]")
         for layer in self.layers:
