@@ -381,15 +381,8 @@ def test_run_tiny_end_to_end():
     assert frozen.tuned["bce"][0]["auc_all"] == pytest.approx(frozen.base["auc_all"])
 
 
-def test_embedding_import_sets_no_offline_switch_and_a_loader_does():
-    import subprocess
-    import sys
-
-    code = ("import os; os.environ.pop('HF_HUB_OFFLINE', None); "
-            "os.environ.pop('TRANSFORMERS_OFFLINE', None); "
-            "import revlib.models.embedding as e, revlib.experiments.prompt_caching; "
-            "a = 'HF_HUB_OFFLINE' in os.environ; e.tiny_encoder(0); "
-            "print(a, os.environ['HF_HUB_OFFLINE'], os.environ['TRANSFORMERS_OFFLINE'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+def test_embedding_import_sets_no_offline_switch_and_a_loader_does(offline_switches_after):
+    out = offline_switches_after(
+        "import revlib.models.embedding as e, revlib.experiments.prompt_caching",
+        "e.tiny_encoder(0)")
     assert out == ["False", "1", "1"]

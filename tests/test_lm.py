@@ -110,17 +110,9 @@ def test_missing_package_raises_model_unavailable(monkeypatch):
     assert not ok and "pip install" in why
 
 
-def test_offline_switches_are_set_by_the_loader_not_by_an_import():
-    import subprocess
-    import sys
-
-    code = ("import os; os.environ.pop('HF_HUB_OFFLINE', None); "
-            "os.environ.pop('TRANSFORMERS_OFFLINE', None); "
-            "import revlib.experiments.pretrained_lm, revlib.models.smollm as m; "
-            "a = 'HF_HUB_OFFLINE' in os.environ; m.go_offline(); "
-            "print(a, os.environ['HF_HUB_OFFLINE'], os.environ['TRANSFORMERS_OFFLINE'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+def test_offline_switches_are_set_by_the_loader_not_by_an_import(offline_switches_after):
+    out = offline_switches_after(
+        "import revlib.experiments.pretrained_lm, revlib.models.smollm as m", "m.go_offline()")
     assert out == ["False", "1", "1"]
 
 
