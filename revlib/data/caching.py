@@ -113,6 +113,15 @@ def _alias(name: str, spellings) -> str | None:
     return None
 
 
+def _one(value) -> str:
+    """A fact as one string: countryinfo gives a few as one-element lists (Vatican City
+    State's capital is ``["Vatican City"]``), which would make an unhashable response key;
+    a list of several answers keeps them all, joined."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
 def countries() -> list[Country]:
     """Every country with all six facts, sorted by name (235 of countryinfo's 254)."""
     out = []
@@ -125,9 +134,9 @@ def countries() -> list[Country]:
         name = d["name"]
         if not name.isascii() or not d["demonym"].isascii():
             continue
-        facts = {"capital": d["capital"], "currency": d["currencies"][0],
-                 "calling_code": "+" + d["callingCodes"][0], "demonym": d["demonym"],
-                 "population": str(int(d["population"]))}
+        facts = {"capital": _one(d["capital"]), "currency": _one(d["currencies"][0]),
+                 "calling_code": "+" + _one(d["callingCodes"][0]),
+                 "demonym": _one(d["demonym"]), "population": str(int(d["population"]))}
         out.append(Country(name, _alias(name, d.get("altSpellings")), d["demonym"],
                            d["subregion"], facts, float(d["area"]), True))
     dem = [c.demonym for c in out]
