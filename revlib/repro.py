@@ -74,6 +74,27 @@ def other_machine() -> dict[str, str]:
     return {"ATEN_CPU_CAPABILITY": aten, "MKL_ENABLE_INSTRUCTIONS": mkl, "REVLIB_THREADS": "2"}
 
 
+def provenance() -> dict[str, str]:
+    """The machine that executes a notebook, as its stored outputs record it (notebook
+    metadata ``revlib.provenance``, written by ``scripts/refresh-notebooks``): the CPU's
+    model name, the kernel level ATen uses (``ATEN_CPU_CAPABILITY`` may lower it), MKL's
+    code path if one is forced, the thread count the notebooks run with, and torch."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "kernel level (ATen)": torch.backends.cpu.get_cpu_capability(),
+        "MKL_ENABLE_INSTRUCTIONS": os.environ.get("MKL_ENABLE_INSTRUCTIONS", "native"),
+        "threads": os.environ.get("REVLIB_THREADS", "1"),
+        "torch": torch.__version__,
+    }
+
+
 def seed_list(seed: int, n_seeds: int) -> list[int]:
     """The seeds ``seed, seed + 1, ..., seed + n_seeds - 1`` that train side by side."""
     return [seed + i for i in range(n_seeds)]

@@ -101,6 +101,16 @@ def test_notebook_executed_with_outputs(src):
 
 
 @pytest.mark.parametrize("src", NOTEBOOK_SOURCES, ids=lambda p: p.stem)
+def test_notebook_records_the_machine_that_made_its_outputs(src):
+    nb = json.loads(src.with_suffix(".ipynb").read_text())
+    prov = nb["metadata"].get("revlib", {}).get("provenance", {})
+    missing = {"cpu", "kernel level (ATen)", "MKL_ENABLE_INSTRUCTIONS", "threads",
+               "torch"} - set(prov)
+    assert not missing, f"no {sorted(missing)} in its provenance: scripts/refresh-notebooks"
+    assert prov["kernel level (ATen)"] in {"DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX"}
+
+
+@pytest.mark.parametrize("src", NOTEBOOK_SOURCES, ids=lambda p: p.stem)
 def test_notebook_conventions(src):
     nb = jupytext.read(src)
     # the Colab set-up cell (scripts/colab-cell: removed from the HTML) comes before the rest
