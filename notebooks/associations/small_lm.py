@@ -172,7 +172,8 @@ plt.show()
 # last layer's MLP input matrix truncated to a rank with `probes.truncated` (the figure).
 # Where the live models have learnt no in-context answer there is none to hand over, so
 # the LASER question is asked on the stored runs, which learnt it (section 3). What the
-# live run can show: removing every FF leaves nothing of the prediction.
+# live run shows: what is left of the prediction with every FF removed (a number that
+# moves with the machine, not a claim).
 
 # %% tags=["hide-input"]
 ab = res.ablation
@@ -181,17 +182,13 @@ s_io, s_s = names(res.sweep)
 print(f"ranks of the last W_in swept: {res.ranks}")
 no_ff = ab["p_the"][0] + ab["p_io"][0] + ab["p_s"][0]
 uniform = 3 / sc.VOCAB_SIZE
-print(f"every FF removed: p(the) + p(IO) + p(S) per seed {approx(no_ff, 0.02)} "
-      f"(uniform: {uniform:.3f})")
-ledger.glue("no_ff", no_ff, tol=0.02)
-ledger.glue("no_ff_x", no_ff / uniform, tol=0.25)
-# Stated as a fraction of the uniform level: the raw sum moves by up to 0.06 between
-# seeds (0.004-0.06) and by 0.014 between CPU kernel paths; untrained, it sits at 1.
-_ = ledger.check("no-ff-no-prediction",
-                 "with every FF removed, p(the) + p(IO) + p(S) at the answer falls "
-                 "below 0.8 times its uniform level 3/|V| (an untrained model: 1), on "
-                 "every seed", no_ff / uniform, below=0.8, tol=0.25, paper="unknown",
-                 controls=("no_training",))
+# Shown, not claimed: this sum moves between machines as a fresh seed would. On one
+# AVX-512 machine seed 1's sum was 2.8 times the uniform level (0.004 here, on AVX2), so
+# its tolerance spans that range, and no test of the mechanism rests on it.
+print(f"every FF removed: p(the) + p(IO) + p(S) per seed {approx(no_ff, 0.25)} "
+      f"(uniform: {uniform:.3f}); over the uniform level {approx(no_ff / uniform, 3)}")
+ledger.glue("no_ff", no_ff, tol=0.25)
+_ = ledger.glue("no_ff_x", no_ff / uniform, tol=3)
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The trained models with the last layer's MLP input matrix truncated to a rank (rank 0 removes that MLP), at the IOI answer position of clean test data (2 layers, d = 64, 2 seeds, line: median, band: min-max). No rank moves probability to the IO name, because the model has not learned it. The paper truncates late MLP layers of Pythia, GPT-2 small and Llama-3-8B; its ranks and values are not known to us.", "name": "fig-smalllm-truncation"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))

@@ -92,7 +92,9 @@ plot.set_theme()
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds;
 # the simulated other machine moved a live seed's held-out MRR by 0.26 units of chance).
 TOL = {"train": 0.05, "atomic": 0.1, "test": 0.05}
-TOL_FIT, TOL_ACC_RATIO, TOL_MRR_RATIO = 0.02, 1.0, 0.35
+# The accuracy over chance counts a handful of hits (one hit is about one unit of
+# chance): a seed moved 1.6 -> 0.0 on an AVX-512 machine, hence 2, not 1.
+TOL_FIT, TOL_ACC_RATIO, TOL_MRR_RATIO = 0.02, 2.0, 0.35
 
 
 def chance_of(task):
@@ -255,7 +257,8 @@ else:
             TOL_LIVE):
         print(f"step {LIVE_STEPS}, {name}: live {approx(got, TOL_LIVE)}, stored median "
               f"{ref:.3f}, range {allowed - TOL_LIVE:.3f}")
-        excess.append(abs(got - ref) - (allowed - TOL_LIVE))
+        # 0 inside the stored range: inside it the distance moves like a fresh seed
+        excess.append(max(0.0, abs(got - ref) - (allowed - TOL_LIVE)))
     ledger.check(
         "live-matches-stored", "a live re-run of the names setting agrees with the "
         f"stored runs at step {LIVE_STEPS} (distance from their median beyond their "

@@ -95,7 +95,12 @@ from revlib.report import approx
 
 # Tolerances of the printed numbers: how far they move on the simulated other machine
 # and between seeds (scripts/check-seeds); each stays below the margin of its claim.
-TOL_TRAIN, TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_STAT = 0.01, 0.6, 0.3, 2.0
+TOL_TRAIN, TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_STAT = 0.01, 1.0, 0.3, 2.0
+# The held-out MRR over chance moves like a fresh seed: with AVX-512 kernels one seed
+# went 0.99 -> 1.69 (stored: 0.93-1.19 over the four seeds), hence 1.0, not 0.6.
+# The fraction of rows whose maximum is on the diagonal, a median over seeds, moved
+# 0.87 -> 0.73 (tied model, entity-only readout) on an AVX-512 machine.
+TOL_HIT = 0.2
 # The variants (3 seeds each) move more: on the simulated other machine the two-token
 # variant's largest held-out MRR went 0.173 -> 0.110 and the untied variant's held-out
 # NLL 3.41 -> 2.88 log|V|.
@@ -220,11 +225,11 @@ for label, res, readout in [
         stats[label, p] = contrast, hit
         print(
             f"  {p}: diagonal - off-diagonal {approx(np.median(contrast), TOL_STAT)}, "
-            f"diagonal is row max {approx(np.median(hit), 0.1)} (median over seeds)"
+            f"diagonal is row max {approx(np.median(hit), TOL_HIT)} (median over seeds)"
         )
         tag = f"{label.split(',')[0]}_{readout}_{p}"
         ledger.glue(f"contrast_{tag}", np.median(contrast), tol=TOL_STAT)
-        ledger.glue(f"hit_{tag}", np.median(hit), tol=0.1)
+        ledger.glue(f"hit_{tag}", np.median(hit), tol=TOL_HIT)
 n_val = main.heatmaps["relation"]["val_unseen"].shape[1]
 print(
     f"panel size {n_val}: a row maximum on the diagonal by chance in {1 / n_val:.2f} "
