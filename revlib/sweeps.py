@@ -10,6 +10,7 @@ records is read by :func:`revlib.records.load`, which needs no Dask. The command
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -92,22 +93,35 @@ def make_config(name: str, fields: Mapping[str, object]):
 # --------------------------------------------------------------------------- one run
 
 def record(name: str, fields: Mapping[str, object], device: str = "cpu",
-           git: tuple[str | None, bool | None] | None = None) -> dict:
+           git: tuple[str | None, bool | None] | None = None,
+           checkpoint: str | os.PathLike | None = None, checkpoint_every: int = 1000) -> dict:
     """Run experiment ``name`` with ``Config(**fields)`` on ``device`` and return its record
     (:mod:`revlib.records`). Seeds, threads and deterministic algorithms are fixed first by
-    :func:`revlib.repro.setup` with the config's ``seed``, as a notebook does."""
-    from revlib import devices, repro
+    :func:`revlib.repro.setup` with the config's ``seed``, as a notebook does.
+
+    ``checkpoint``: a file prefix; every training loop of the run saves there every
+    ``checkpoint_every`` steps (:func:`revlib.train.checkpointing`) and a killed run called
+    again resumes where it stopped, bit for bit. Its ``cpu_seconds`` then count every
+    stretch of the run, and the record names the machine (``machine``)."""
+    from revlib import devices, repro, train
 
     mod, config = experiment(name), make_config(name, fields)
     dev = devices.resolve(device)
     git = records.git_state() if git is None else git   # the code version at the start
     repro.setup(getattr(config, "seed", 0))
     start, cpu_start = time.perf_counter(), time.process_time()
-    with devices.use(dev):
+    more = {}
+    with devices.use(dev), contextlib.ExitStack() as stack:
+        ck = None if checkpoint is None else stack.enter_context(
+            train.checkpointing(checkpoint, checkpoint_every))
         result = mod.run(config)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    if ck is not None and ck.calls:
+        # the training loops' CPU time, resumed stretches included, plus what ran around them
+        cpu_seconds = max(cpu_seconds, ck.cpu_seconds)
+        more["machine"] = repro.provenance()
     # an experiment may add provenance of its own (the pretrained LM: model, versions)
-    more = getattr(mod, "provenance", dict)()
+    more.update(getattr(mod, "provenance", dict)())
     return records.from_result(name, config, result, device=str(dev), seconds=seconds,
                                cpu_seconds=cpu_seconds, git=git, **more)
 
@@ -177,9 +191,14 @@ def _file_name(name: str, point: Mapping, fixed: Mapping, seed: int) -> str:
 
 
 def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, workers: int = 1,
-              scheduler: str | None = None, device: str = "cpu", progress: bool = True) -> list[str]:
+              scheduler: str | None = None, device: str = "cpu", progress: bool = True,
+              checkpoint_every: int = 1000) -> list[str]:
     """Run the ``tasks`` whose file is not in ``out`` yet, on a ``LocalCluster`` of
     ``workers`` single-threaded processes or on the Dask scheduler at ``scheduler``.
+
+    Each run checkpoints every ``checkpoint_every`` steps under ``out/.checkpoints/`` (on
+    the workers' machines), so a sweep cut off and started again resumes its half-finished
+    runs where they stopped; a run's checkpoints are deleted once its record is written.
 
     Records are written by this process as the runs finish (so workers need no shared
     filesystem), each atomically. Returns one line per failed run (no file is written for it).
@@ -215,7 +234,11 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
             raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
         out.mkdir(parents=True, exist_ok=True)
         with client:
-            futures = {client.submit(record, name, t.fields, device, git, pure=False): t
+            ckpt = out.resolve() / ".checkpoints"
+            ckpt.mkdir(exist_ok=True)
+            futures = {client.submit(record, name, t.fields, device, git,
+                                     ckpt / Path(t.file).stem, checkpoint_every,
+                                     pure=False): t
                        for t in todo}
             with tqdm(total=len(todo), desc=name, unit="run", file=sys.stderr,
                       disable=not progress) as bar:
@@ -223,6 +246,8 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
                     task = futures.pop(fut)
                     if fut.status == "finished":
                         records.write(out / task.file, fut.result())
+                        for done in ckpt.glob(f"{Path(task.file).stem}.*.pt"):
+                            done.unlink()
                     else:
                         try:
                             err = fut.exception()
@@ -238,6 +263,9 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
     finally:
         if cluster is not None:
             cluster.close()
+        ckpt = out.resolve() / ".checkpoints"
+        if ckpt.is_dir() and not any(ckpt.iterdir()):
+            ckpt.rmdir()   # nothing left to resume
     return failures
 
 

@@ -9,8 +9,13 @@ AdamW) act element-wise, so each seed follows exactly its own trajectory.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -97,16 +102,83 @@ def _optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
     return cls(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, foreach=True)
 
 
-def _batches(n_train: int, batch_size: int, gens: list[torch.Generator]):
+class _Batches:
     """Endless stream of per-seed minibatch indices ``[S, B]``, without replacement per epoch.
 
     Each seed draws its order from its own generator, so a seed's run does not depend on
     which other seeds share the batch (one permutation per seed and epoch, not per step).
+    Its whole position (generators, this epoch's permutation, the place in it) is
+    :meth:`state`, so a checkpointed run resumes on the very next minibatch.
     """
-    while True:
-        perm = torch.stack([torch.randperm(n_train, generator=g) for g in gens])
-        for start in range(0, n_train - batch_size + 1, batch_size):
-            yield perm[:, start:start + batch_size]
+
+    def __init__(self, n_train: int, batch_size: int, gens: list[torch.Generator]):
+        self.n_train, self.batch_size, self.gens = n_train, batch_size, gens
+        self.perm: torch.Tensor | None = None
+        self.start = 0
+
+    def __next__(self) -> torch.Tensor:
+        if self.perm is None or self.start + self.batch_size > self.n_train:
+            self.perm = torch.stack([torch.randperm(self.n_train, generator=g)
+                                     for g in self.gens])
+            self.start = 0
+        out = self.perm[:, self.start:self.start + self.batch_size]
+        self.start += self.batch_size
+        return out
+
+    def state(self) -> dict:
+        return {"gens": [g.get_state() for g in self.gens], "perm": self.perm,
+                "start": self.start}
+
+    def load(self, state: dict) -> None:
+        for g, st in zip(self.gens, state["gens"], strict=True):
+            g.set_state(st)
+        self.perm, self.start = state["perm"], state["start"]
+
+
+def _save_atomic(obj, path: Path) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then rename it into place: a
+    run killed while writing leaves the previous checkpoint whole."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _fingerprint(cfg: TrainConfig, n_train: int, n_seeds: int, batch_seeds, params) -> dict:
+    """What a checkpoint must agree on to be resumed by this call."""
+    return {"config": repr(cfg), "n_train": n_train, "n_seeds": n_seeds,
+            "batch_seeds": list(batch_seeds),
+            "shapes": [tuple(p.shape) for p in params]}
+
+
+@dataclass
+class _Checkpointing:
+    prefix: Path
+    every: int
+    progress: bool
+    calls: int = 0
+    cpu_seconds: float = 0.0   # summed over every train() call, across resumes
+
+
+_ACTIVE: list[_Checkpointing] = []
+
+
+@contextlib.contextmanager
+def checkpointing(prefix: str | os.PathLike, every: int = 1000, progress: bool = True):
+    """Checkpoint every :func:`train` call inside the block that names no file itself:
+    the ``k``-th call saves to ``<prefix>.<k>.pt`` (an experiment's calls come in a fixed
+    order, so a re-run finds its own files). With ``progress`` each save prints steps/s and
+    the time left to stderr. Yields the state, whose ``cpu_seconds`` is the CPU time the
+    calls have cost so far, resumed stretches included (each checkpoint carries it)."""
+    _validate.integer("every", every, 1, None)
+    state = _Checkpointing(Path(prefix), every, progress)
+    _ACTIVE.append(state)
+    try:
+        yield state
+    finally:
+        _ACTIVE.remove(state)
 
 
 def train(params: list[torch.nn.Parameter] | torch.nn.Module,
@@ -115,7 +187,9 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
           evaluate: Callable[[], Mapping[str, torch.Tensor]] | None = None,
           n_train: int = 0,
           n_seeds: int = 1,
-          batch_seeds: list[int] | None = None) -> History:
+          batch_seeds: list[int] | None = None,
+          checkpoint: str | os.PathLike | None = None,
+          checkpoint_every: int = 1000) -> History:
     """Optimise ``params`` for ``cfg.steps`` steps and record ``evaluate()`` on the way.
 
     ``loss_fn(idx)`` returns the per-seed training loss ``[S]``; ``idx`` is ``None`` for a
@@ -124,6 +198,13 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
     ``evaluate()`` runs once per evaluation point, under ``torch.no_grad()``, and
     returns every metric at once, ``{name: Tensor[S]}``, the same names each time
     (their order is that of ``History.values``); ``None``: nothing is recorded.
+
+    ``checkpoint``: a file. Every ``checkpoint_every`` steps the run saves there, atomically,
+    the parameters, the optimiser's state, the minibatch order (generators, permutation,
+    position), torch's global random state and the evaluations so far; a call that finds the
+    file resumes from it, and the result is bit for bit the uninterrupted run's (same
+    machine and kernels). The file is kept at the end (the finished run's last state). A
+    checkpoint of another configuration, size or seed list is a ``ValueError``.
     """
     if isinstance(params, torch.nn.Module):
         params = [p for p in params.parameters() if p.requires_grad]
@@ -135,8 +216,9 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
     batch_seeds = list(range(n_seeds)) if batch_seeds is None else list(batch_seeds)
     if len(batch_seeds) != n_seeds:
         raise ValueError(f"batch_seeds must have one entry per seed ({n_seeds}), got {len(batch_seeds)}")
-    batches = None if cfg.optimizer == "gd" else _batches(
+    batches = None if cfg.optimizer == "gd" else _Batches(
         n_train, cfg.batch_size, [torch.Generator().manual_seed(s) for s in batch_seeds])
+    _validate.integer("checkpoint_every", checkpoint_every, 1, None)
     eval_steps = cfg.eval_steps()
     records: dict[str, list[np.ndarray]] | None = None
 
@@ -152,8 +234,48 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
         for name, v in values.items():
             records[name].append(v.detach().double().cpu().numpy().reshape(n_seeds))
 
-    next_eval = 0
-    for step in range(cfg.steps + 1):
+    next_eval, first = 0, 0
+    ctx = _ACTIVE[-1] if _ACTIVE and checkpoint is None else None
+    if ctx is not None:
+        ctx.calls += 1
+        checkpoint, checkpoint_every = f"{ctx.prefix}.{ctx.calls}.pt", ctx.every
+    path = None if checkpoint is None else Path(checkpoint)
+    stamp = _fingerprint(cfg, n_train, n_seeds, batch_seeds, params)
+    cpu_before, cpu_start, wall_start = 0.0, time.process_time(), time.perf_counter()
+
+    def save(step: int) -> None:
+        cpu = cpu_before + time.process_time() - cpu_start
+        _save_atomic({"fingerprint": stamp, "step": step, "next_eval": next_eval,
+                      "params": [p.detach().clone() for p in params],
+                      "optimizer": opt.state_dict(),
+                      "batches": None if batches is None else batches.state(),
+                      "torch_rng": torch.get_rng_state(), "records": records,
+                      "cpu_seconds": cpu}, path)
+        if ctx is not None and ctx.progress:
+            rate = (step - first) / max(time.perf_counter() - wall_start, 1e-9)
+            left = (cfg.steps - step) / max(rate, 1e-9)
+            print(f"{path.name}: step {step}/{cfg.steps}, {rate:.1f} steps/s, "
+                  f"{left / 60:.1f} min left", file=sys.stderr, flush=True)
+
+    if path is not None and path.exists():
+        state = torch.load(path, weights_only=False)
+        if state["fingerprint"] != stamp:
+            raise ValueError(f"checkpoint {path} is of another run: it has "
+                             f"{state['fingerprint']}, this call {stamp}")
+        with torch.no_grad():
+            for p, saved in zip(params, state["params"], strict=True):
+                p.copy_(saved)
+        opt.load_state_dict(state["optimizer"])
+        if batches is not None:
+            batches.load(state["batches"])
+        torch.set_rng_state(state["torch_rng"])
+        records, next_eval, first = state["records"], state["next_eval"], state["step"]
+        cpu_before = state["cpu_seconds"]
+
+    for step in range(first, cfg.steps + 1):
+        if path is not None and step > first and (step % checkpoint_every == 0
+                                                  or step == cfg.steps):
+            save(step)
         if step == eval_steps[next_eval]:
             record()
             next_eval += 1
@@ -167,5 +289,7 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
                              f"got {tuple(loss.shape)}")
         loss.sum().backward()
         opt.step()
+    if ctx is not None:
+        ctx.cpu_seconds += cpu_before + time.process_time() - cpu_start
     return History(steps=eval_steps, lr=cfg.lr,
                    values={k: np.stack(v) for k, v in (records or {}).items()})

@@ -371,3 +371,34 @@ def test_load_gives_the_steps_of_every_history(tmp_path):
     np.testing.assert_array_equal(row["curve.histories.0.bigram_excess"], [1.0, 0.5])
     assert "curve.steps" not in row.index and row["extras"] == {"n_params": [64]}
     assert np.isnan(row["cpu_seconds"])          # an older record without CPU time
+
+
+def test_a_killed_record_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    fields = {**TINY_FIELDS, "optimizer": "sgd", "batch_size": 1, "steps": 40}
+    whole = sweeps.record("bilinear", fields)
+    import revlib.train as tr
+
+    real = tr.train
+
+    def killed(*args, **kwargs):   # the loss raises at step 25, as a killed process stops
+        loss_fn = args[1]
+        calls = {"n": 0}
+
+        def dying(idx):
+            calls["n"] += 1
+            if calls["n"] > 25:
+                raise KeyboardInterrupt("killed")
+            return loss_fn(idx)
+
+        return real(args[0], dying, *args[2:], **kwargs)
+
+    prefix = tmp_path / "run"
+    monkeypatch.setattr(bilinear, "train", killed)
+    with pytest.raises(KeyboardInterrupt):
+        sweeps.record("bilinear", fields, checkpoint=prefix, checkpoint_every=10)
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir()] == ["run.1.pt"]
+    assert torch.load(tmp_path / "run.1.pt", weights_only=False)["step"] == 20
+    resumed = sweeps.record("bilinear", fields, checkpoint=prefix, checkpoint_every=10)
+    assert resumed["histories"] == whole["histories"]
+    assert resumed["machine"]["torch"] == torch.__version__ and resumed["cpu_seconds"] > 0

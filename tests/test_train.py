@@ -100,3 +100,57 @@ def test_loss_of_wrong_shape_is_reported():
     w = torch.nn.Parameter(torch.zeros(2))
     with pytest.raises(ValueError, match="one loss per seed"):
         train([w], lambda idx: w.sum(), TrainConfig(steps=1, lr=0.1), n_seeds=2)
+
+
+# ------------------------------------------------------------------ checkpoints
+
+
+def _mlp_run(path, kill_at=None, steps=53, every=10):
+    """A small two-seed MLP on random data (Adam, minibatches, dropout from torch's global
+    stream); ``kill_at`` raises inside the loss at that step, as a killed process stops."""
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(1)
+    x, y = torch.randn(2, 40, 5, generator=gen), torch.randn(2, 40, generator=gen)
+    w1 = torch.nn.Parameter(torch.randn(2, 5, 16, generator=gen) * 0.3)
+    w2 = torch.nn.Parameter(torch.randn(2, 16, generator=gen) * 0.3)
+    calls = {"n": 0}
+
+    def loss(idx):
+        if kill_at is not None and calls["n"] == kill_at:
+            raise KeyboardInterrupt("killed")
+        calls["n"] += 1
+        xb = torch.stack([x[s, idx[s]] for s in range(2)])
+        h = torch.nn.functional.dropout(torch.relu(torch.einsum("sbi,sih->sbh", xb, w1)),
+                                        0.1)
+        out = torch.einsum("sbh,sh->sb", h, w2)
+        yb = torch.stack([y[s, idx[s]] for s in range(2)])
+        return ((out - yb) ** 2).mean(dim=1)
+
+    cfg = TrainConfig(steps=steps, lr=0.01, optimizer="adam", batch_size=8, eval_points=7)
+    hist = train([w1, w2], loss, cfg, lambda: {"w2": w2.sum(dim=1)}, n_train=40, n_seeds=2,
+                 batch_seeds=[3, 4], checkpoint=path, checkpoint_every=every)
+    return hist, (w1.detach().clone(), w2.detach().clone())
+
+
+@pytest.mark.parametrize("kill_at", [1, 17, 30, 52])
+def test_a_killed_run_resumes_bit_identically(tmp_path, kill_at):
+    ref, (r1, r2) = _mlp_run(None)
+    path = tmp_path / "run.pt"
+    with pytest.raises(KeyboardInterrupt):
+        _mlp_run(path, kill_at=kill_at)
+    assert path.exists() == (kill_at > 10)
+    assert [p.name for p in tmp_path.iterdir()] == (["run.pt"] if kill_at > 10 else [])
+    hist, (w1, w2) = _mlp_run(path)
+    assert torch.equal(w1, r1) and torch.equal(w2, r2)
+    assert np.array_equal(hist.steps, ref.steps) and np.array_equal(hist["w2"], ref["w2"])
+    again, (v1, _) = _mlp_run(path)  # a finished checkpoint: the same result again
+    assert torch.equal(v1, r1) and np.array_equal(again["w2"], ref["w2"])
+
+
+def test_a_checkpoint_of_another_run_is_refused(tmp_path):
+    path = tmp_path / "run.pt"
+    _mlp_run(path, steps=20)
+    with pytest.raises(ValueError, match="another run"):
+        _mlp_run(path, steps=30)
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        _mlp_run(tmp_path / "other.pt", every=0)
