@@ -223,6 +223,7 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
     from tqdm import tqdm
 
     git = records.git_state()   # the code version at the start of the sweep, recorded in every file
+    ckpt = out.resolve() / ".checkpoints"   # one folder of the runs' checkpoints
     failures = []
     cluster = None if scheduler is not None else LocalCluster(
         n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
@@ -234,7 +235,6 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
             raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
         out.mkdir(parents=True, exist_ok=True)
         with client:
-            ckpt = out.resolve() / ".checkpoints"
             ckpt.mkdir(exist_ok=True)
             futures = {client.submit(record, name, t.fields, device, git,
                                      ckpt / Path(t.file).stem, checkpoint_every,
@@ -263,7 +263,6 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
     finally:
         if cluster is not None:
             cluster.close()
-        ckpt = out.resolve() / ".checkpoints"
         if ckpt.is_dir() and not any(ckpt.iterdir()):
             ckpt.rmdir()   # nothing left to resume
     return failures
