@@ -17,7 +17,7 @@ from revlib.train import TrainConfig
 
 # The Config fields that :class:`revlib.train.TrainConfig` takes under the same names.
 TRAIN_FIELDS = ("steps", "lr", "optimizer", "batch_size", "momentum", "weight_decay",
-                "betas", "eval_points", "eval_spacing")
+                "betas", "eval_points", "eval_spacing", "warmup_steps")
 
 
 @dataclass(frozen=True)

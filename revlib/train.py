@@ -33,6 +33,8 @@ class TrainConfig:
     Euler discretisation of gradient flow), ``"sgd"`` (minibatches of ``batch_size`` drawn
     without replacement within each epoch), ``"adam"`` or ``"adamw"`` (minibatches too).
     ``eval_points`` evaluations are spaced ``"linear"``-ly or ``"log"``-arithmically in steps.
+    ``warmup_steps``: the learning rate rises linearly to ``lr`` over these first steps, then
+    stays constant (0: constant from the start), as in the binding paper's recipe.
     """
 
     steps: int
@@ -44,6 +46,7 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     eval_points: int = 50
     eval_spacing: str = "linear"
+    warmup_steps: int = 0
 
     def __post_init__(self):
         _validate.integer("steps", self.steps, 1, 10**7)
@@ -63,6 +66,14 @@ class TrainConfig:
             _validate.real(f"betas[{i}]", b, 0.0, 1.0, hi_open=True)
         _validate.integer("eval_points", self.eval_points, 2, 10**5)
         _validate.choice("eval_spacing", self.eval_spacing, ("linear", "log"))
+        _validate.integer("warmup_steps", self.warmup_steps, 0, self.steps)
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of step ``step`` (0-based): ``lr`` after a linear warm-up over
+        the first ``warmup_steps`` steps (``lr * (step + 1) / warmup_steps``), then constant."""
+        if step >= self.warmup_steps:
+            return self.lr
+        return self.lr * (step + 1) / self.warmup_steps
 
     def eval_steps(self) -> np.ndarray:
         """The steps (0 = before training, ``steps`` = the end) at which evals run."""
@@ -282,6 +293,9 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
         if step == cfg.steps:
             break
         idx = None if batches is None else next(batches).to(device)
+        if cfg.warmup_steps:
+            for group in opt.param_groups:
+                group["lr"] = cfg.lr_at(step)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(idx)
         if loss.shape != (n_seeds,):

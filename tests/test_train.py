@@ -90,10 +90,26 @@ def test_log_spaced_eval_steps_include_both_ends():
     ({"steps": 1, "lr": 1.0, "momentum": 1.0}, "momentum"),
     ({"steps": 1, "lr": 1.0, "eval_points": 1}, "eval_points"),
     ({"steps": 1, "lr": 1.0, "eval_spacing": "cubic"}, "eval_spacing"),
+    ({"steps": 10, "lr": 1.0, "warmup_steps": 11}, "warmup_steps"),
+    ({"steps": 10, "lr": 1.0, "warmup_steps": -1}, "warmup_steps"),
 ])
 def test_train_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         TrainConfig(**kwargs)
+
+
+def test_warmup_rises_linearly_then_stays_constant():
+    cfg = TrainConfig(steps=10, lr=0.4, warmup_steps=4)
+    assert [cfg.lr_at(s) for s in range(6)] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+    assert TrainConfig(steps=10, lr=0.4).lr_at(0) == 0.4
+
+
+def test_warmup_sets_each_steps_learning_rate():
+    # plain gradient descent on w -> w - lr_t: the sum of the schedule's rates
+    w = torch.nn.Parameter(torch.zeros(1))
+    cfg = TrainConfig(steps=6, lr=0.4, warmup_steps=4)
+    train([w], lambda idx: w.sum().reshape(1), cfg)
+    assert w.item() == pytest.approx(-sum(cfg.lr_at(s) for s in range(6)))
 
 
 def test_loss_of_wrong_shape_is_reported():
@@ -105,7 +121,7 @@ def test_loss_of_wrong_shape_is_reported():
 # ------------------------------------------------------------------ checkpoints
 
 
-def _mlp_run(path, kill_at=None, steps=53, every=10):
+def _mlp_run(path, kill_at=None, steps=53, every=10, warmup=0):
     """A small two-seed MLP on random data (Adam, minibatches, dropout from torch's global
     stream); ``kill_at`` raises inside the loss at that step, as a killed process stops."""
     torch.manual_seed(0)
@@ -126,7 +142,8 @@ def _mlp_run(path, kill_at=None, steps=53, every=10):
         yb = torch.stack([y[s, idx[s]] for s in range(2)])
         return ((out - yb) ** 2).mean(dim=1)
 
-    cfg = TrainConfig(steps=steps, lr=0.01, optimizer="adam", batch_size=8, eval_points=7)
+    cfg = TrainConfig(steps=steps, lr=0.01, optimizer="adam", batch_size=8, eval_points=7,
+                      warmup_steps=warmup)
     hist = train([w1, w2], loss, cfg, lambda: {"w2": w2.sum(dim=1)}, n_train=40, n_seeds=2,
                  batch_seeds=[3, 4], checkpoint=path, checkpoint_every=every)
     return hist, (w1.detach().clone(), w2.detach().clone())
@@ -145,6 +162,16 @@ def test_a_killed_run_resumes_bit_identically(tmp_path, kill_at):
     assert np.array_equal(hist.steps, ref.steps) and np.array_equal(hist["w2"], ref["w2"])
     again, (v1, _) = _mlp_run(path)  # a finished checkpoint: the same result again
     assert torch.equal(v1, r1) and np.array_equal(again["w2"], ref["w2"])
+
+
+def test_a_run_killed_during_its_warmup_resumes_bit_identically(tmp_path):
+    ref, (r1, r2) = _mlp_run(None, warmup=25)
+    with pytest.raises(KeyboardInterrupt):
+        _mlp_run(tmp_path / "run.pt", kill_at=17, warmup=25)
+    _, (w1, w2) = _mlp_run(tmp_path / "run.pt", warmup=25)
+    assert torch.equal(w1, r1) and torch.equal(w2, r2)
+    _, (n1, _) = _mlp_run(None)   # and the warm-up changed the run
+    assert not torch.equal(n1, r1)
 
 
 def test_a_checkpoint_of_another_run_is_refused(tmp_path):

@@ -28,7 +28,8 @@ from revlib.train import History, train
 class Config(ExperimentConfig):
     """Data as in :mod:`revlib.experiments.surface_names`; model: ``n_rec`` recognition and
     ``n_sem`` semantic blocks of width ``d_model``, or ``memory=True`` (top-1 memory layer as the
-    recognition module). ``concept_ln="auto"``: as the paper's scripts, parameter-free RMS norm
+    recognition module). ``warmup_steps``: linear learning-rate warm-up, then constant (the
+    paper's recipe: 2,000). ``concept_ln="auto"``: as the paper's scripts, parameter-free RMS norm
     of the prediction for JEPA, learnable LayerNorm on both sides with the memory layer. AdamW
     with ``lr``, ``weight_decay``, ``batch_size``, ``steps``. ``shuffle_atomic``: a control,
     the answers of the ``atomic`` facts are permuted among themselves (same entity type, same
@@ -49,9 +50,11 @@ class Config(ExperimentConfig):
     weight_decay: float = 0.1
     batch_size: int = 128
     steps: int = 2000
+    warmup_steps: int = 0
     n_seeds: int = 3
     n_eval: int = 400
     eval_points: int = 6
+    eval_spacing: str = "linear"
     shuffle_atomic: bool = False
 
     OPTIMIZER = "adamw"
