@@ -49,6 +49,22 @@ def sequence(name: str, value, lo: int = 0, hi: int | None = None) -> None:
                          f"got {len(value)} items: {value!r}")
 
 
+def seeds(value) -> list:
+    """Require a non-empty list (or tuple, range) of integer seeds; return it as a list.
+    Each seed's range is checked where it seeds a generator (:func:`revlib.repro.generator`).
+    """
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValueError(f"seeds must be a list of integer seeds such as [0, 1], "
+                         f"got {value!r}")
+    value = list(value)
+    if not value:
+        raise ValueError("seeds must name at least one seed, got []")
+    for s in value:
+        if not isinstance(s, int):
+            raise ValueError(f"each seed must be an integer, got {s!r} in seeds {value!r}")
+    return value
+
+
 def choice(name: str, value, allowed: Iterable) -> None:
     """Require ``value`` to be one of ``allowed``."""
     allowed = tuple(allowed)

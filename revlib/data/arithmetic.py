@@ -129,6 +129,7 @@ def arithmetic_task(modulus: int, per_value: int, n_chains: int, chain_len: int,
     _validate.integer("n_chains", n_chains, 1, 10**5)
     _validate.integer("chain_len", chain_len, 1, 100)
     _validate.real("core_frac", core_frac, 0.0, 1.0)
+    seeds = _validate.seeds(seeds)
     parts = [_one_seed(modulus, per_value, n_chains, chain_len, core_frac, repro.generator(s))
              for s in seeds]
     small, train, probes, depth, reverse, values = (torch.stack(p) for p in zip(*parts))

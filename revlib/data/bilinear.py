@@ -82,8 +82,7 @@ def bilinear_task(m: int, n: int, d: int, n_reverse_heldout: int, seeds: list[in
     _validate.integer("n", n, 1, m // 2)
     _validate.integer("d", d, 1, 1_000_000)
     _validate.integer("n_reverse_heldout", n_reverse_heldout, 1, n)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got []")
+    seeds = _validate.seeds(seeds)
     coords, xs, ys, cosines = [], [], [], []
     for seed in seeds:  # a loop over seeds (few), each vectorised; never over examples
         vocab = embeddings(m, d, seed)

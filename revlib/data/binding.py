@@ -77,6 +77,7 @@ class BindingTask:
 
     def sequences(self, split: str) -> torch.Tensor:
         """``[S, N, 2L + 2]``: ``name(h) r <mask> name(t)`` for every fact of ``split``."""
+        _validate.choice("split", split, SPLITS)
         f = self.facts[split]
         S = f.shape[0]
         seeds = torch.arange(S)[:, None]
@@ -95,6 +96,14 @@ def names_with_multiplicity(n_entities: int, multiplicity: int, gen: torch.Gener
     ``m`` last names differ, and every last name appears once per ``q``. Entity ids are then
     shuffled so that neither token reveals anything about an entity's index.
     """
+    _validate.integer("n_entities", n_entities, 1, 10**7)
+    _validate.integer("multiplicity", multiplicity, 1, n_entities)
+    if n_entities % multiplicity or n_entities // multiplicity < multiplicity:
+        raise ValueError(f"multiplicity must divide n_entities = {n_entities} and be <= "
+                         f"n_entities / multiplicity (so that all names differ), "
+                         f"got {multiplicity}")
+    if not isinstance(gen, torch.Generator):
+        raise ValueError(f"gen must be a torch.Generator, got {gen!r}")
     m = multiplicity
     F = n_entities // m
     shifts = torch.randperm(F, generator=gen)[:m]
@@ -125,6 +134,7 @@ def binding_task(n_a: int, n_b: int, n_rel: int, multiplicity: int, seeds: list[
         if E % multiplicity or E // multiplicity < multiplicity:
             raise ValueError(f"multiplicity must divide n_a + n_b = {E} and be <= (n_a + n_b) / "
                              f"multiplicity (so that all names differ), got {multiplicity}")
+    seeds = _validate.seeds(seeds)
     names, facts = [], {k: [] for k in SPLITS}
     for s in seeds:
         gen = repro.generator(s)

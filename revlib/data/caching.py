@@ -34,6 +34,8 @@ import dataclasses
 import difflib
 import importlib.util
 import json
+import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -333,7 +335,12 @@ def hard_subset(cos: np.ndarray, labels: np.ndarray, max_gap: float = 0.01) -> n
     as negatives (the ones of lowest index). The two classes then have the same histogram
     of base cosines, so the base AUC on the result is about 0.5 **by construction**: this is
     a selection against the model that produced ``cos``."""
+    if not isinstance(max_gap, numbers.Real) or math.isnan(max_gap) or max_gap == 0:
+        raise ValueError(f"max_gap must be a nonzero number (the bin width), got {max_gap!r}")
     cos, labels = np.asarray(cos, dtype=float), np.asarray(labels)
+    if cos.ndim != 1 or labels.shape != cos.shape:
+        raise ValueError(f"cos and labels must be 1-D of the same length, got shapes "
+                         f"{cos.shape} and {labels.shape}")
     bins = np.floor(cos / max_gap).astype(int)
     keep = []
     for b in np.unique(bins):
@@ -349,14 +356,28 @@ def stream(split: Split, length: int, seed: int, zipf: float = 1.1) -> np.ndarra
     with Zipf-like popularity (rank ``r`` has weight ``r ** -zipf``), then one of its
     wordings uniformly. Only keys asked in at least two wordings enter (a semantic cache
     has nothing to find for the others); they are ranked in a seeded random order."""
+    if not hasattr(split, "questions"):
+        raise ValueError(f"split must be a Split (the train or the test side of build()), "
+                         f"got {type(split).__name__}")
     _validate.integer("length", length, 1, 10**6)
+    if not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if not isinstance(zipf, numbers.Real) or math.isnan(zipf):
+        raise ValueError(f"zipf must be a number, got {zipf!r}")
     rng = np.random.default_rng(seed)
     by_key: dict = {}
     for i, q in enumerate(split.questions):
         by_key.setdefault(q.key, []).append(i)
     keys = [k for k, rows in by_key.items() if len(rows) >= 2]
+    if not keys:
+        raise ValueError(f"split {getattr(split, 'name', '')!r} has no response key asked in "
+                         "two wordings: its stream has nothing for a semantic cache to find")
     order = rng.permutation(len(keys))
-    w = (1.0 + np.arange(len(keys))) ** -zipf
+    with np.errstate(over="ignore"):
+        w = (1.0 + np.arange(len(keys))) ** -zipf
+    if not np.isfinite(w.sum()):
+        raise ValueError(f"zipf={zipf} overflows the weights of the {len(keys)} keys "
+                         "(rank ** -zipf): use a larger zipf")
     w /= w.sum()
     draws = rng.choice(len(keys), size=length, p=w)
     return np.array([rng.choice(by_key[keys[order[k]]]) for k in draws], dtype=int)

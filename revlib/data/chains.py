@@ -62,8 +62,7 @@ def chain_task(vocab_size: int, n: int, n_heldout: int, seeds: list[int],
     _validate.integer("vocab_size", vocab_size, 5, 100_000)
     _validate.integer("n", n, 1, (vocab_size - 2) // 3)
     _validate.integer("n_heldout", n_heldout, 0, n)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got []")
+    seeds = _validate.seeds(seeds)
     ents = torch.stack([entities(vocab_size, 3 * n, s) for s in seeds])
     a, b, c = ents[:, :n], ents[:, n:2 * n], ents[:, 2 * n:]
     k = n_heldout
@@ -84,8 +83,7 @@ def related_task(alphabet: int, n_train: int, n_heldout: int, seeds: list[int],
     _validate.integer("alphabet", alphabet, 1, 100_000)
     _validate.integer("n_train", n_train, 0, alphabet)
     _validate.integer("n_heldout", n_heldout, 0, alphabet - n_train)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got []")
+    seeds = _validate.seeds(seeds)
     n, k = n_train + n_heldout, n_heldout
     if n < 1:
         raise ValueError("n_train + n_heldout must be >= 1, got 0")

@@ -104,8 +104,7 @@ def sample(seeds: list[int], n: int, seq_len: int, alpha: float, stream: int = 0
     _validate.integer("seq_len", seq_len, 2, 10**5)
     _validate.real("alpha", alpha, 0.0, 1.0)
     _validate.integer("stream", stream, 0, 10**6)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
+    seeds = _validate.seeds(seeds)
     pi, cond = character_statistics()
     cdf_pi = _stack(np.cumsum(pi))
     cdf = _stack(np.cumsum(cond, axis=1))

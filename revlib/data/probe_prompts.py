@@ -67,7 +67,9 @@ def ioi_prompts(n: int = 100, seed: int = 0, remove_io: bool = False) -> list[di
     control): the IO's mention is replaced by a third name (drawn from its own stream,
     so ``io`` and ``s`` are those of the default), so the answer is no longer in the
     context."""
-    _validate.integer("n", n, 1, None)
+    _validate.integer("n", n, 1, 10**6)
+    if not isinstance(seed, (int, float)):  # random.Random(seed) and seed + 104_729
+        raise ValueError(f"seed must be an integer, got {seed!r}")
     rng, other = random.Random(seed), random.Random(seed + 104_729)
     out = []
     for i in range(n):

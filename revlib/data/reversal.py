@@ -48,6 +48,10 @@ class ReversalTask:
 
 def entities(M: int, count: int, seed: int, first: int = 2) -> torch.Tensor:
     """``count`` distinct entity ids from ``first .. M-1``, a random draw that depends only on ``seed``."""
+    _validate.integer("first", first, 0, 10**7 - 1)
+    _validate.integer("M", M, first + 1, 10**7)
+    if not isinstance(seed, int):  # its range: repro.generator(seed + 1_000_003)
+        raise ValueError(f"seed must be an integer, got {seed!r}")
     _validate.integer("count", count, 1, M - first)
     return first + torch.randperm(M - first, generator=repro.generator(seed + 1_000_003))[:count]
 
@@ -57,8 +61,7 @@ def reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalT
     _validate.integer("M", M, 4, 100_000)
     _validate.integer("n", n, 1, (M - 2) // 2)
     _validate.integer("n_heldout", n_heldout, 0, n)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got []")
+    seeds = _validate.seeds(seeds)
     ents = torch.stack([entities(M, 2 * n, s) for s in seeds])
     a, b = ents[:, :n], ents[:, n:]
     S, k = len(seeds), n_heldout
@@ -85,8 +88,7 @@ def typed_reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> Rev
     _validate.integer("M", M, 6, 100_000)
     _validate.integer("n", n, 1, (M - 4) // 2)
     _validate.integer("n_heldout", n_heldout, 0, n)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got []")
+    seeds = _validate.seeds(seeds)
     ents = torch.stack([entities(M, 2 * n, s, first=4) for s in seeds])
     a, b = ents[:, :n], ents[:, n:]
     S, k = len(seeds), n_heldout

@@ -28,6 +28,7 @@ import torch
 from revlib import _validate, repro
 
 FORWARD, BACKWARD, BOTH_WAYS = 0, 1, 2  # relation tokens "->", "<-" and (in-context) "<->"
+_MAX_TUPLES = 2**32  # the largest alphabet ** word_size whose tuples can be permuted (32 GiB)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ def _last_positions(S: int, n: int, length: int, k: int) -> torch.Tensor:
 
 def n_pairs(vocab: int, word_size: int) -> int:
     """The paper's number of pairs, ``min(alphabet ** word_size, 2 * alphabet)``."""
+    _validate.integer("vocab", vocab, 8, 100_000)
+    _validate.integer("word_size", word_size, 1, 4)
     alphabet = vocab // 4
     return min(alphabet ** word_size, 2 * alphabet)
 
@@ -127,9 +130,12 @@ def reversal_sequences(vocab: int, word_size: int, seeds: list[int],
     _validate.integer("vocab", vocab, 8, 100_000)
     _validate.integer("word_size", word_size, 1, 4)
     _validate.real("split_ratio", split_ratio, 0.0, 1.0, hi_open=True)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got []")
+    seeds = _validate.seeds(seeds)
     alphabet, P = vocab // 4, n_pairs(vocab, word_size)
+    if alphabet ** word_size > _MAX_TUPLES:  # _entities permutes every tuple of the alphabet
+        raise ValueError(f"word_size={word_size} with vocab={vocab} gives {alphabet}**"
+                         f"{word_size} possible entities, more than the {_MAX_TUPLES} this "
+                         f"generator can permute: lower word_size or vocab")
     n_both = int(round(split_ratio * P))
     if n_both == P:
         raise ValueError(f"split_ratio={split_ratio} leaves no held-out pair among {P}")
@@ -176,8 +182,7 @@ def in_context_sequences(vocab: int, n_x: int, n_y: int, n_y_train: int,
     _validate.integer("n_x", n_x, 1, vocab - 1)
     _validate.integer("n_y", n_y, 2, vocab - n_x)
     _validate.integer("n_y_train", n_y_train, 1, n_y - 1)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed, got []")
+    seeds = _validate.seeds(seeds)
     trains, vals = [], []
     for seed in seeds:
         g = repro.generator(seed + 3_000_017)

@@ -97,8 +97,7 @@ def sample(seeds: list[int], n: int, seq_len: int, p_ioi: float, alpha: float,
     _validate.real("p_ioi", p_ioi, 0.0, 1.0)
     _validate.real("alpha", alpha, 0.0, 1.0)
     _validate.integer("stream", stream, 0, 10**6)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
+    seeds = _validate.seeds(seeds)
     parts = [_sample_one(repro.generator(s * 1_000_003 + stream * 7_919 + 29), n, seq_len,
                          p_ioi, alpha) for s in seeds]
     fields = [torch.stack([p[i] for p in parts]) for i in range(5)]
