@@ -3,7 +3,10 @@
 - ``{paper}`0.81``` marks a number as the paper's (quoted, not measured here): rendered as
   it is, with a tooltip; the prose-number test accepts it.
 - ``{claims-scorecard}`` (a directive) builds the page "Claims at a glance" from the ledgers
-  stored in the executed notebooks (:mod:`revlib.claims`), so nothing on it is typed.
+  of the notebooks as this build executed them (:mod:`ledgers`), so nothing on it is typed
+  and every row shows what its linked cell prints;
+- ``{reproduced-page}`` and ``{reproduced-box}`` build "What reproduced" and each chapter's
+  box of its rows from ``book/results/*.yml`` and the same ledgers (:mod:`reproduced`).
 - under every figure: its PDF, SVG and PNG, the command that regenerates it and a citation
   (:mod:`figures`).
 """
@@ -21,9 +24,13 @@ def paper_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 
 def setup(app):
     app.add_role("paper", paper_role)
-    from scorecard import ClaimsScorecard  # noqa: PLC0415  (same folder, on sys.path)
+    from scorecard import ClaimsScorecard, fill_scorecard  # noqa: PLC0415  (on sys.path)
 
     app.add_directive("claims-scorecard", ClaimsScorecard)
+    app.connect("doctree-resolved", fill_scorecard)
+    import reproduced  # noqa: PLC0415  ("What reproduced" and each chapter's box)
+
+    reproduced.setup(app)
     import figures  # noqa: PLC0415  (files, command and citation under every figure)
 
     figures.setup(app)

@@ -1,59 +1,31 @@
 """The ``claims-scorecard`` directive: the page "Claims at a glance", built from the ledgers.
 
 Each executed notebook stores its ledger in the output metadata of its ``ledger.summary()``
-cell (:mod:`revlib.claims`). The directive reads them, in the order of ``_toc.yml``, and
-renders one table per chapter: each claim with the paper's number, ours with its tolerance,
-the test, the verdict (reproduced / partly / not reproduced / identity / precondition) and a
-link to the cell that checks it. Nothing on the page is typed.
+cell (:mod:`revlib.claims`). The directive reads them from the notebooks as this build
+executed them (:mod:`ledgers`), in the order of ``_toc.yml``, and renders one folded table
+per chapter: each claim with its kind, what the paper states, ours exactly as its cell prints
+it, the test, the controls (science or plumbing), the verdict (for a paper claim: in size /
+in direction / not reproduced; otherwise its kind) and a link to the cell that checks it.
+Nothing on the page is typed.
 """
 
 from __future__ import annotations
 
-import math
-import sys
-from pathlib import Path
+import html
 
-import yaml
 from docutils import nodes
 from docutils.parsers.rst import Directive
+from ledgers import ROOT, executed_ledger, toc_notebooks
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from revlib import claims, report  # noqa: E402
-
-
-def _toc_notebooks() -> list[str]:
-    """Notebook docnames (``notebooks/part/name``) in the order of ``_toc.yml``."""
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                yield node["file"]
-            for value in node.values():
-                yield from walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from walk(item)
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [f for f in walk(toc) if f.startswith("notebooks/")]
-
-
-def _digits(tol: float) -> int:
-    return report._digits_for(tol / 10)
+from revlib import claims, report
 
 
 def values_text(rec: dict) -> str:
-    """Ours, as the scorecard shows it: a value or a min–max range over seeds, with ±tol."""
-    vals = [v for v in rec["values"] if math.isfinite(v)]
-    d = _digits(rec["tol"])
-    if not vals:
-        return "nan"
-    lo, hi = min(vals), max(vals)
-    body = f"{lo:.{d}f}" if lo == hi else f"{lo:.{d}f}–{hi:.{d}f}"
-    n = len(rec["values"])
-    seeds = f" ({n} seeds)" if n > 1 else ""
-    return f"{body} ±{rec['tol']:g}{seeds}"
+    """Ours, exactly as the claim's cell prints it (:func:`revlib.report.approx`), with the
+    number of seeds."""
+    vals = rec["values"]
+    text = report.approx(vals if len(vals) > 1 else vals[0], rec["tol"])
+    return text + (f" ({len(vals)} seeds)" if len(vals) > 1 else "")
 
 
 def test_text(rec: dict) -> str:
@@ -71,17 +43,30 @@ def verdict_of(rec: dict) -> str:
     if rec["outcome"] == "untested":
         return f"untested ({rec.get('unmet') or 'not fitted at this budget'})"
     if rec["outcome"] != "holds":
-        return "FAILS in the stored run"
-    return rec["verdict"]
+        return "FAILS in this run"
+    return claims.verdict_of(rec)
+
+
+def paper_text(rec: dict) -> str:
+    if rec["kind"] != "paper":
+        return "–"
+    text = f"{rec['source']}: {rec['paper']}"
+    if rec.get("paper_value") is not None:
+        text += (f" (the paper's {rec['paper_value']:g}; in size within ×{rec['factor']:g})"
+                 if rec.get("factor") else f" (the paper's {rec['paper_value']:g})")
+    return text
 
 
 def rows_of(ledger: dict) -> list[dict]:
     """The scorecard's rows for one ledger (plain strings; used by the tests too)."""
     rows = []
     for rec in ledger["records"]:
-        rows.append({"id": rec["id"], "claim": rec["sentence"], "paper": rec["paper"],
-                     "ours": values_text(rec), "test": test_text(rec),
-                     "verdict": verdict_of(rec), "controls": ", ".join(rec["controls"]) or "–",
+        kinds = ledger.get("control_kinds", {})
+        rows.append({"id": rec["id"], "claim": rec["sentence"], "kind": rec["kind"],
+                     "paper": paper_text(rec), "ours": values_text(rec),
+                     "test": test_text(rec), "verdict": verdict_of(rec),
+                     "controls": ", ".join(f"{c} ({kinds.get(c, '?')})"
+                                           for c in rec["controls"]) or "–",
                      "anchor": rec["cell"]})
     return rows
 
@@ -110,59 +95,78 @@ def _table(head: list[str], body: list[list[nodes.Node]], widths: list[int]) -> 
     return table
 
 
+class _placeholder(nodes.General, nodes.Element):
+    """Filled in on ``doctree-resolved``, once every notebook has been executed."""
+
+
 class ClaimsScorecard(Directive):
     has_content = False
 
     def run(self):
         env = self.state.document.settings.env
-        builder = env.app.builder
-        here = env.docname
-        out: list[nodes.Node] = []
-        totals = {"reproduced": 0, "partly": 0, "not reproduced": 0, "identity": 0,
-                  "untested": 0, "notebooks": 0}
-        sections = []
-        for doc in _toc_notebooks():
-            path = ROOT / f"{doc}.ipynb"
-            if not path.exists():
-                continue
-            env.note_dependency(str(path))
-            ledger = claims.ledger_of(path)
-            title = nodes.rubric(text=doc.split("/", 1)[1].replace("_", " "))
-            link = nodes.reference("", doc.split("/")[-1] + " notebook",
-                                   refuri=builder.get_relative_uri(here, doc))
-            if ledger is None:
-                sections += [title, nodes.paragraph("", "", nodes.Text("No ledger stored in "),
-                                                    link, nodes.Text("."))]
-                continue
-            totals["notebooks"] += 1
-            meta = nodes.paragraph("", "", nodes.Text("Checked in the "), link,
-                                   nodes.Text(f". Our scale: {ledger['scale'] or 'see the notebook'}; "
-                                              f"the paper's: {ledger['paper_scale']}. Controls: "
-                                              + ("; ".join(f"{k} ({v})" for k, v in
-                                                           ledger["controls"].items()) or "none")
-                                              + "."))
-            body = []
-            for row, rec in zip(rows_of(ledger), ledger["records"]):
-                if rec["kind"] == "identity":
-                    totals["identity"] += 1
-                elif rec["kind"] == "claim":
-                    key = "untested" if rec["outcome"] == "untested" else rec["verdict"]
-                    totals[key] = totals.get(key, 0) + 1
-                check = nodes.paragraph()
-                check += nodes.reference("", "cell", refuri=builder.get_relative_uri(here, doc)
-                                         + "#" + row["anchor"])
-                body.append([row["claim"], row["paper"], row["ours"], row["test"],
-                             row["controls"], row["verdict"], check])
-            table = _table(["claim", "paper", "ours", "test (each seed)", "controls that break it",
-                            "verdict", "check"], body, [30, 10, 14, 10, 14, 12, 5])
-            container = nodes.container(classes=["revlib-table-scroll"])
-            container += table
-            sections += [title, meta, container]
-        summary = nodes.paragraph(text=(
-            f"{totals['notebooks']} notebooks; claims reproduced: {totals['reproduced']}, "
-            f"partly: {totals['partly']}, not reproduced: {totals['not reproduced']}, "
-            f"untested at this budget: {totals['untested']}; identities shown as "
-            f"illustrations (not counted): {totals['identity']}."))
-        out.append(summary)
-        out += sections
-        return out
+        for doc in toc_notebooks():
+            env.note_dependency(str(ROOT / f"{doc}.ipynb"))
+        return [_placeholder()]
+
+
+def fill_scorecard(app, doctree, docname):
+    for node in list(doctree.traverse(_placeholder)):
+        node.replace_self(_scorecard(app, docname))
+
+
+def _scorecard(app, here: str) -> list[nodes.Node]:
+    builder = app.builder
+    totals: dict[str, int] = {}
+    n_notebooks = 0
+    sections: list[nodes.Node] = []
+    for doc in toc_notebooks():
+        if not (ROOT / f"{doc}.ipynb").exists():
+            continue
+        ledger, source = executed_ledger(app.config, doc)
+        name = doc.split("/", 1)[1]
+        link = nodes.reference("", doc.split("/")[-1] + " notebook",
+                               refuri=builder.get_relative_uri(here, doc))
+        if ledger is None:
+            sections += [nodes.rubric(text=name.replace("_", " ")),
+                         nodes.paragraph("", "", nodes.Text("No ledger stored in "), link,
+                                         nodes.Text("."))]
+            continue
+        n_notebooks += 1
+        kinds = ledger.get("control_kinds", {})
+        meta = nodes.paragraph("", "", nodes.Text("Checked in the "), link, nodes.Text(
+            f" ({'this build' if source == 'executed' else 'stored outputs'}). Our scale: "
+            f"{ledger['scale'] or 'see the notebook'}; the paper's: {ledger['paper_scale']}. "
+            "Controls: " + ("; ".join(f"{k} ({kinds.get(k, '?')}: {v})"
+                                      for k, v in ledger["controls"].items()) or "none")
+            + "."))
+        body = []
+        mine: dict[str, int] = {}
+        for row, rec in zip(rows_of(ledger), ledger["records"]):
+            if claims.is_claim(rec) or rec["kind"] == "identity":
+                key = rec["kind"] + (f": {row['verdict']}" if rec["kind"] == "paper" else "")
+                if rec["outcome"] == "untested":
+                    key = rec["kind"] + ": untested"
+                totals[key] = totals.get(key, 0) + 1
+                mine[key] = mine.get(key, 0) + 1
+            check = nodes.paragraph()
+            check += nodes.reference("", "cell", refuri=builder.get_relative_uri(here, doc)
+                                     + "#" + row["anchor"])
+            body.append([row["claim"], row["kind"], row["paper"], row["ours"], row["test"],
+                         row["controls"], row["verdict"], check])
+        table = _table(["claim", "kind", "paper", "ours", "test (each seed)",
+                        "controls that break it", "verdict", "check"], body,
+                       [26, 6, 14, 14, 9, 13, 10, 4])
+        container = nodes.container(classes=["revlib-table-scroll"])
+        container += table
+        summary = f"{name.replace('_', ' ')}: " + ", ".join(
+            f"{c} {k}" for k, c in sorted(mine.items()))
+        sections += [nodes.raw("", f"<details class=\"revlib-fold\"><summary>"
+                                   f"{html.escape(summary)}</summary>", format="html"),
+                     meta, container, nodes.raw("", "</details>", format="html")]
+    summary = nodes.paragraph(text=(
+        f"{n_notebooks} notebooks. Claims by kind and verdict: " + ", ".join(
+            f"{c} {k}" for k, c in sorted(totals.items()))
+        + ". Only paper claims have a verdict about a paper (in size, in direction, not "
+        "reproduced); identities are illustrations, never counted as evidence. Each "
+        "chapter's table is folded: open it to see every claim."))
+    return [summary] + sections

@@ -3,15 +3,28 @@
 A notebook states each of its claims through one :class:`Ledger`::
 
     ledger = claims.Ledger("reversal/bilinear", control=CONTROL,
-                           controls={"reverse_in_training": "the held-out reverse facts are trained"},
+                           controls={"reverse_in_training": ("science",
+                                     "the held-out reverse facts are trained")},
                            scale=f"m = {M}, n = {N_PAIRS}, d = {D}", paper_scale="unknown",
                            size_knobs={"M": M, "N_PAIRS": N_PAIRS})
     fit = ledger.precondition("fit", "the training facts are fitted", train_loss / log_m,
                               below=0.05, tol=0.01)
     ledger.check("reverse-at-log-m", "the held-out reverse loss stays at log m",
-                 reverse_loss / log_m, above=0.9, below=1.1, tol=0.02, paper="unknown",
+                 reverse_loss / log_m, above=0.9, below=1.1, tol=0.02, kind="paper",
+                 source="Theorem 3", paper="stays near log m (no number)",
                  controls=("reverse_in_training",), requires=("fit",))
     ledger.summary()
+
+Every claim says what it is (``kind``, :data:`KINDS`): ``"paper"``, a result the paper
+states (``source`` names its theorem, figure or table; ``paper`` says what it states; with
+``paper_value`` and ``factor``, the paper's number in the units of ``values``);
+``"derivation"``, the book's own theorem against its own measurement; ``"ours"``, a finding
+beyond the papers; ``"check"``, code or stored-run consistency. Facts true by construction go
+through :meth:`Ledger.identity` instead. Only a paper claim has a verdict about the paper, and
+it is computed (:func:`verdict_of`), never passed: *in size* when every seed is within the
+factor of the paper's number, *in direction* when the test holds but the paper gives no
+number or ours is outside the factor, *not reproduced* for a claim that states
+(``contradicts=True``) that the paper's statement fails at our scale.
 
 The test of a claim is a bound on every seed's value (``above``, ``below`` or both). Its
 *margin* is the smallest distance by which any seed clears a bound (negative when a seed does
@@ -55,7 +68,11 @@ import numpy as np
 from revlib import report
 
 MODES = ("assert", "record")
-VERDICTS = ("reproduced", "partly", "not reproduced")
+KINDS = ("paper", "derivation", "ours", "check")   # claims; records also: identity, precondition
+PAPER_VERDICTS = ("in size", "in direction", "not reproduced", "not run")
+# a science control removes the mechanism or gives the answer away; a plumbing control
+# changes what is read, swapped or compared (a stored file, step 0, no training)
+CONTROL_KINDS = ("science", "plumbing")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
@@ -75,7 +92,7 @@ class Record:
     """One checked claim, precondition or identity, as stored in the ledger."""
 
     id: str
-    kind: str                 # "claim", "precondition" or "identity"
+    kind: str                 # one of KINDS, "precondition" or "identity"
     sentence: str
     values: list[float]       # one per seed (or a single value)
     above: float | None
@@ -84,8 +101,14 @@ class Record:
     margin: float             # > 0: holds; <= 0: fails; nan: untested
     outcome: str              # "holds", "fails" or "untested"
     expected: str             # "holds", "fails" (under one of its controls) or "any"
-    paper: str = "unknown"
-    verdict: str = "reproduced"
+    paper: str = ""           # what the paper states (paper claims)
+    verdict: str = ""         # verdict_of(): about the paper for paper claims, else the kind
+    source: str = ""          # the paper's theorem, figure or table (paper claims)
+    paper_value: float | None = None   # the paper's number, in the units of values
+    factor: float | None = None        # "in size": every seed within this factor of it
+    contradicts: bool = False          # the claim states that the paper's result fails here
+    ratio: float | None = None         # median of values / paper_value
+    science: bool = False              # one of its controls is a science control
     controls: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
     cell: str = ""            # HTML anchor of the printed line
@@ -123,10 +146,39 @@ def _test_text(above, below) -> str:
     return f"each > {above:g}" if above is not None else f"each < {below:g}"
 
 
+def is_claim(rec) -> bool:
+    """Whether a record (a :class:`Record` or its dict) is a claim (not an identity or a
+    precondition)."""
+    kind = rec["kind"] if isinstance(rec, dict) else rec.kind
+    return kind in KINDS
+
+
+def verdict_of(rec) -> str:
+    """The verdict of a record (a :class:`Record` or its dict): for a paper claim that held,
+    ``"not reproduced"`` (it states the paper's result fails here), ``"in size"`` (every
+    seed within ``factor`` of ``paper_value``) or ``"in direction"``; ``"untested"`` or
+    ``"fails"`` when the test did not hold; for other claims, their kind."""
+    r = rec if isinstance(rec, dict) else asdict(rec)
+    if r["kind"] in ("identity", "precondition"):
+        return r["kind"]
+    if r["outcome"] != "holds":
+        return r["outcome"]
+    if r["kind"] != "paper":
+        return r["kind"]
+    if r.get("contradicts"):
+        return "not reproduced"
+    p, f = r.get("paper_value"), r.get("factor")
+    if p is None or f is None:
+        return "in direction"
+    vals = np.asarray(r["values"], dtype=float)
+    return "in size" if bool(np.all((vals >= p / f) & (vals <= p * f))) else "in direction"
+
+
 class Ledger:
     """The claims of one notebook run. ``notebook``: its path under ``notebooks/`` without
     suffix (``"reversal/bilinear"``); ``control``: ``"none"`` or a key of ``controls``
-    (name -> what the control removes or gives away); ``scale``/``paper_scale``: the sizes of
+    (name -> ``(kind, what the control removes, gives away or swaps)``, kind ``"science"``
+    or ``"plumbing"``, :data:`CONTROL_KINDS`); ``scale``/``paper_scale``: the sizes of
     this run and of the paper's (``"unknown"`` where not known); ``size_knobs``: the
     ``parameters``-cell names that ``scripts/check-claims --scale K`` multiplies, with their
     values in this run; ``quick``: parameter values that make the control runs of CI cheaper
@@ -136,15 +188,19 @@ class Ledger:
     at full length, since none of the claims it must break reads them)."""
 
     def __init__(self, notebook: str, *, control: str = "none",
-                 controls: dict[str, str] | None = None, scale: str = "",
+                 controls: dict[str, tuple[str, str]] | None = None, scale: str = "",
                  paper_scale: str = "unknown", size_knobs: dict[str, float] | None = None,
                  quick: dict[str, object] | None = None):
         if not re.fullmatch(r"[a-z_]+/[a-z0-9_]+", notebook or ""):
             raise ValueError(f"notebook must look like 'part/name', got {notebook!r}")
-        self.controls = dict(controls or {})
-        for name in self.controls:
+        self.controls, self.control_kinds = {}, {}
+        for name, spec in (controls or {}).items():
             if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name == "none":
                 raise ValueError(f"control names must be lower_snake_case and not 'none', got {name!r}")
+            if not (isinstance(spec, tuple) and len(spec) == 2 and spec[0] in CONTROL_KINDS):
+                raise ValueError(f"controls[{name!r}] must be (kind, what it changes) with kind "
+                                 f"one of {CONTROL_KINDS}, got {spec!r}")
+            self.control_kinds[name], self.controls[name] = spec
         if control != "none" and control not in self.controls:
             raise ValueError(f"CONTROL must be 'none' or one of {sorted(self.controls)}, got {control!r}")
         self.notebook, self.control = notebook, control
@@ -166,7 +222,7 @@ class Ledger:
             raise ValueError(f"claim id {rec.id!r} is used twice in {self.notebook}")
         rec.cell = f"claim-{self.notebook.split('/')[-1]}-{rec.id}"
         self.records[rec.id] = rec
-        self._show(rec, label)
+        self._show(rec, rec.kind if label == "claim" else label)
         return rec
 
     def _line(self, rec: Record, label: str) -> str:
@@ -180,7 +236,16 @@ class Ledger:
             verdict += f" under control {self.control}" + (
                 " (as it must)" if rec.expected == "fails" and rec.outcome == "fails" else
                 " (THE CONTROL DID NOT BREAK IT)" if rec.expected == "fails" else "")
-        return f"[{label} {rec.id}] {rec.sentence}: {values}; test {test}, margin {margin}: {verdict}"
+        line = f"[{label} {rec.id}] {rec.sentence}: {values}; test {test}, margin {margin}: {verdict}"
+        if rec.kind == "paper" and rec.outcome == "holds" and self.control == "none":
+            about = f"{rec.source}: {rec.paper}"
+            if rec.paper_value is not None:
+                ratio = report.approx(rec.ratio, rec.tol / rec.paper_value)
+                about += f"; the paper's {rec.paper_value:g}, ours/paper {ratio}"
+                if rec.factor is not None:
+                    about += f" (in size within x{rec.factor:g})"
+            line += f"; paper claim ({about}): {rec.verdict}"
+        return line
 
     def _show(self, rec: Record, label: str) -> None:
         line = self._line(rec, label)
@@ -196,13 +261,11 @@ class Ledger:
             raise ValueError(f"requires names {rid!r}, which this notebook has not checked yet")
         return rec.outcome == "holds"
 
-    def _judge(self, kind, id, sentence, values, above, below, tol, paper, verdict,
-               controls, requires) -> Record:
+    def _judge(self, kind, id, sentence, values, above, below, tol, controls, requires,
+               **about) -> Record:
         report._parse_tol(tol)
         if isinstance(tol, str):
             raise ValueError("tol must be an absolute number here (the margin is compared with it)")
-        if verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         for c in controls:
             if c not in self.controls:
                 raise ValueError(f"claim {id!r} names control {c!r}; declared: {sorted(self.controls)}")
@@ -221,27 +284,71 @@ class Ledger:
             expected = "fails"
         else:
             expected = "any"
-        return Record(id=id, kind=kind, sentence=sentence, values=[float(v) for v in arr],
-                      above=above, below=below, tol=float(tol), margin=margin, outcome=outcome,
-                      expected=expected, paper=str(paper), verdict=verdict,
-                      controls=list(controls), requires=list(requires), unmet=unmet)
+        rec = Record(id=id, kind=kind, sentence=sentence, values=[float(v) for v in arr],
+                     above=above, below=below, tol=float(tol), margin=margin, outcome=outcome,
+                     expected=expected, controls=list(controls), requires=list(requires),
+                     unmet=unmet, science=any(self.control_kinds[c] == "science"
+                                              for c in controls), **about)
+        if rec.paper_value is not None and outcome != "untested":
+            rec.ratio = float(np.median(arr) / rec.paper_value)
+        rec.verdict = verdict_of(rec)
+        return rec
 
-    def check(self, id: str, sentence: str, values, *, above: float | None = None,
-              below: float | None = None, tol: float, paper="unknown",
-              verdict: str = "reproduced", controls: tuple[str, ...] = (),
-              requires: tuple[str, ...] = ()) -> bool:
+    def check(self, id: str, sentence: str, values, *, kind: str,
+              above: float | None = None, below: float | None = None, tol: float,
+              controls: tuple[str, ...] = (), requires: tuple[str, ...] = (),
+              source: str = "", paper: str = "", paper_value: float | None = None,
+              factor: float | None = None, contradicts: bool = False) -> None:
         """State a claim: every value must lie above ``above`` and/or below ``below``.
-        ``paper``: the paper's number or statement (``"unknown"`` if not known);
-        ``verdict``: how our claim stands to the paper's (``"reproduced"``, ``"partly"``,
-        ``"not reproduced"`` for a claim that states a non-reproduction); ``controls``:
-        the controls under which the test must fail (at least one); ``requires``: ids of
-        preconditions checked before. Returns whether the claim held."""
+        ``kind``: one of :data:`KINDS` (no default: say what the claim is). A ``"paper"``
+        claim names its ``source`` (theorem, figure, table) and says what the paper states
+        (``paper``); ``paper_value`` (> 0, in the units of ``values``) shows ours as a
+        ratio to the paper's number, and ``factor`` (> 1) makes the verdict *in size* when
+        every seed lies within the factor of it (leave ``factor`` out where a seed lies
+        within its tolerance of the factor's bounds: a re-run could flip that verdict, and
+        the test suite refuses it); ``contradicts=True``: the claim states that the paper's result fails at our
+        scale (verdict *not reproduced*). Other kinds take no paper fields (``source`` may
+        name the book's own theorem for a derivation). ``controls``: the controls under
+        which the test must fail (at least one); ``requires``: ids of preconditions checked
+        before. The outcome is in ``ledger.records[id]``; nothing is returned, so that a
+        claim's cell prints only its line."""
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS} (an identity goes through "
+                             f"Ledger.identity), got {kind!r}")
         if not controls:
             raise ValueError(f"claim {id!r} names no control: an empirical claim needs one under which it fails")
-        rec = self._record(self._judge("claim", id, sentence, values, above, below, tol, paper,
-                                       verdict, controls, requires), "claim")
+        if kind == "paper":
+            if not source or not paper:
+                raise ValueError(f"paper claim {id!r} needs source= (its theorem, figure or "
+                                 "table) and paper= (what the paper states)")
+            if factor is not None and paper_value is None:
+                raise ValueError(f"paper claim {id!r}: factor needs the paper's number "
+                                 f"(paper_value), got factor={factor!r} alone")
+            if paper_value is not None:
+                if not (math.isfinite(paper_value) and paper_value > 0):
+                    raise ValueError(f"paper_value must be a positive number, got {paper_value!r}")
+                if factor is not None and not (math.isfinite(factor) and factor > 1):
+                    raise ValueError(f"factor must be a number above 1, got {factor!r}")
+                if contradicts:
+                    raise ValueError(f"claim {id!r}: contradicts=True states that the paper's "
+                                     "result fails; it takes no paper_value")
+        elif paper or paper_value is not None or factor is not None or contradicts:
+            raise ValueError(f"claim {id!r} is of kind {kind!r}: paper=, paper_value=, "
+                             "factor= and contradicts= belong to kind='paper' claims")
+        rec = self._record(self._judge(kind, id, sentence, values, above, below, tol,
+                                       controls, requires, source=str(source),
+                                       paper=str(paper),
+                                       paper_value=None if paper_value is None
+                                       else float(paper_value),
+                                       factor=None if factor is None else float(factor),
+                                       contradicts=bool(contradicts)), "claim")
         self._enforce(rec)
-        return rec.outcome == "holds"
+
+    def held(self, id: str) -> bool:
+        """Whether the record ``id`` (a claim, precondition or identity) held."""
+        if id not in self.records:
+            raise ValueError(f"{id!r} has not been checked in {self.notebook}")
+        return self.records[id].outcome == "holds"
 
     def precondition(self, id: str, sentence: str, values, *, above: float | None = None,
                      below: float | None = None, tol: float, unmet: str = "") -> bool:
@@ -250,8 +357,7 @@ class Ledger:
         the reason (default: "not fitted at this budget"; e.g. "the model is not installed");
         it never raises by itself (a stored output that said it held makes nbval catch the
         change)."""
-        judged = self._judge("precondition", id, sentence, values, above, below, tol,
-                             "unknown", "reproduced", (), ())
+        judged = self._judge("precondition", id, sentence, values, above, below, tol, (), ())
         judged.unmet = str(unmet)
         rec = self._record(judged, "precondition")
         rec.expected = "any"
@@ -262,7 +368,7 @@ class Ledger:
         """Something true by construction (a structural zero, a parameter count): shown as an
         illustration and asserted as a sanity check of the code, never counted as evidence."""
         rec = self._record(self._judge("identity", id, sentence, values, above, below, tol,
-                                       "unknown", "reproduced", (), ()), "identity")
+                                       (), ()), "identity")
         rec.expected = "holds"
         if self.mode == "assert" and rec.outcome != "holds":
             raise AssertionError(f"identity {id!r} of {self.notebook} does not hold: {rec.values}")
@@ -301,6 +407,7 @@ class Ledger:
     # -- the ledger ---------------------------------------------------------------------------
     def as_dict(self) -> dict:
         return {"notebook": self.notebook, "control": self.control, "controls": self.controls,
+                "control_kinds": self.control_kinds,
                 "scale": self.scale, "paper_scale": self.paper_scale,
                 "size_knobs": self.size_knobs, "quick": self.quick,
                 "records": [asdict(r) for r in self.records.values()]}
@@ -316,7 +423,7 @@ class Ledger:
     def summary(self) -> None:
         """Print the ledger (one line per record) and store it in the notebook; with
         ``REVLIB_LEDGER`` set, also write it there as JSON (atomically)."""
-        counts = {k: sum(r.outcome == k for r in self.records.values() if r.kind == "claim")
+        counts = {k: sum(r.outcome == k for r in self.records.values() if is_claim(r))
                   for k in ("holds", "fails", "untested")}
         n_id = sum(r.kind == "identity" for r in self.records.values())
         head = (f"ledger {self.notebook} (control: {self.control}): {len(self.records)} records; "

@@ -14,6 +14,7 @@ of ``_toc.yml`` this fails on:
 - an image that does not load;
 - any request that leaves the machine (every http/https/ws request is blocked and reported:
   the book must render from its own files);
+- a row of "Claims at a glance" whose number differs from what its linked cell prints;
 - a numbered figure without its files (PDF, SVG, PNG, shipped with the build), the command
   that regenerates it and its citation (``_ext/figures.py``).
 
@@ -37,9 +38,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import websocket
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "_ext"))
+import ledgers  # noqa: E402  (the _toc.yml walker the book's extensions use)
 WIDTH, HEIGHT = 1280, 900
 LOCAL_SCHEMES = {"file", "data", "blob", "about", "chrome", "devtools"}
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
@@ -248,22 +250,39 @@ def start_browser(profile: Path) -> tuple[subprocess.Popen, str]:
 
 
 def toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return ledgers.toc_docs()
+
+
+def scorecard_disagreements(html: Path) -> list[str]:
+    """Rows of "Claims at a glance" whose number is not what their linked cell prints: the
+    page and the cells must come from the same run of each notebook."""
+    from bs4 import BeautifulSoup
+
+    page = html / "book" / "claims.html"
+    if not page.is_file():
+        return [f"page missing from the build: {page}"]
+    soup = BeautifulSoup(page.read_text(), "html.parser")
+    cells: dict[Path, BeautifulSoup] = {}
     out = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    out.append(node[key])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    return list(dict.fromkeys(out))
+    for table in soup.select("table.revlib-scorecard"):
+        head = [th.get_text(" ", strip=True) for th in table.select("thead th")]
+        ours_col = head.index("ours")
+        for tr in table.select("tbody tr"):
+            tds = tr.find_all("td")
+            link = tds[-1].find("a")
+            target, _, anchor = link["href"].partition("#")
+            path = (page.parent / unquote(target)).resolve()
+            if path not in cells:
+                cells[path] = BeautifulSoup(path.read_text(), "html.parser")
+            line = cells[path].find(id=anchor)
+            ours = tds[ours_col].get_text(" ", strip=True)
+            ours = ours.split(" (")[0] if ours.endswith("seeds)") else ours
+            if line is None:
+                out.append(f"scorecard row {anchor}: no cell with that id in {target}")
+            elif ours not in line.get_text(" ", strip=True):
+                out.append(f"scorecard row {anchor} reads {ours!r}, its cell prints "
+                           f"{line.get_text(' ', strip=True)[:160]!r}")
+    return out
 
 
 def check_page(cdp: CDP, html: Path, page: str, shots: Path) -> dict:
@@ -312,6 +331,14 @@ def main() -> int:
             old.unlink()
     pages = args.pages or toc_pages()
     report, failed = [], 0
+    if not args.pages or "book/claims" in args.pages:
+        problems = scorecard_disagreements(html)
+        print("book/claims: every row agrees with its cell" if not problems else
+              f"book/claims: {len(problems)} rows disagree with their cells")
+        for line in problems[:40]:
+            print(f"    {line}")
+        report.append({"page": "book/claims (rows against cells)", "findings": problems})
+        failed += bool(problems)
     with tempfile.TemporaryDirectory(prefix="check-book-", ignore_cleanup_errors=True) as profile:
         proc, ws_url = start_browser(Path(profile))
         try:

@@ -62,10 +62,10 @@ from revlib import claims
 
 ledger = claims.Ledger(
     "associations/gradients_at_init", control=CONTROL,
-    controls={"no_noise": "every sequence sampled with noise_prob = 0; the closed "
-                          "forms keep alpha (no noise token to learn)",
-              "no_attention": "the attention removed: the value path reads the current "
-                              "token instead of the context average h_t"},
+    controls={"no_noise": ("science", "every sequence sampled with noise_prob = 0; "
+                           "the closed forms keep alpha (no noise token to learn)"),
+              "no_attention": ("science", "the attention removed: the value path reads "
+                               "the current token instead of the context average h_t")},
     scale=f"V = 65 generated symbols, T = {SEQ_LEN}, {N_SEQUENCES} sequences per alpha",
     paper_scale="V = 65 (tiny-Shakespeare), T = 256, batch 512 (the code's script)",
     size_knobs={"N_SEQUENCES": N_SEQUENCES, "SEQ_LEN": SEQ_LEN},
@@ -141,7 +141,10 @@ ledger.check("ff-margin-alpha",
              "autograd's FF margin for q -> tau equals alpha at every alpha "
              "(in standard errors)",
              (res.ff_margin - res.alphas) / ff_se, above=-5, below=5, tol=1.0,
-             paper="margin Theta(alpha), constants unknown", controls=("no_noise",))
+             kind="paper", source="Theorem 1",
+             paper="the FF gradient writes q -> tau with margin Theta(alpha) (no "
+                   "number; the exact alpha is the book's derivation)",
+             controls=("no_noise",))
 ledger.glue("ff_z_max", np.abs((res.ff_margin - res.alphas) / ff_se).max(), tol=1.0)
 ledger.identity("copy-trace",
                 "autograd's copy signal equals (E[h_t(y)] - 1/V) / (V - 1) "
@@ -150,8 +153,9 @@ ledger.identity("copy-trace",
 ledger.check("copy-leading-order",
              "the copy signal over its leading order "
              "((1-a)^2 + a^2 - 1/V) rho / (V - 1), every alpha",
-             res.copy / leading, above=0.8, below=1.2, tol=0.03,
-             paper="O(1/V), constants unknown", controls=("no_noise", "no_attention"))
+             res.copy / leading, above=0.8, below=1.2, tol=0.03, kind="derivation",
+             source="the chapter's Theorem, part 2",
+             controls=("no_noise", "no_attention"))
 ledger.glue("copy_leading", res.copy / leading, tol=0.03)
 ledger.identity("copy-below-bound",
                 "copy signal below (1 - 1/V) / (V - 1), since h_t(y) <= 1 "
@@ -159,8 +163,10 @@ ledger.identity("copy-below-bound",
                 res.copy * (V - 1) / (1 - 1 / V), below=1.0, tol=0.01)
 ledger.check("signal-ratio",
              f"at alpha = {ALPHA} the FF margin is more than V times the copy signal",
-             res.ff_signal / res.attn_signal, above=V, tol=100,
-             paper="Theta(alpha) against O(1/V)", controls=("no_noise", "no_attention"))
+             res.ff_signal / res.attn_signal, above=V, tol=100, kind="paper",
+             source="Theorem 1",
+             paper="FF signal Theta(alpha) against attention O(1/V) (no number)",
+             controls=("no_noise", "no_attention"))
 _ = ledger.glue("signal_ratio", res.ff_signal / res.attn_signal, tol=100)
 
 # %% mystnb={"figure": {"caption": "Gradients at initialisation on real batches (8192 sequences of length 64 per value of alpha; V = 65 generated symbols). Left: the FF margin that one gradient step writes for $q\\to\\tau$ (autograd), against the closed form $\\alpha$. Right: the attention copy signal (autograd), against the exact identity and its leading order $((1-\\alpha)^2+\\alpha^2-1/V)\\rho/(V-1)$; note the scale, about 500 times smaller. The paper uses T = 256 and the tiny-Shakespeare character chain; its constants are not known to us.", "name": "fig-grad-init-signals"}} tags=["hide-input"]
@@ -210,7 +216,8 @@ ledger.check("ff-noise-closed-form",
              "FF spread over batches over its closed form sqrt(p(1-p)/M) V/(V-1), "
              "where >= 512 batches estimate it",
              res.ff_std[many] / ff_closed[many], above=0.75, below=1.25, tol=0.05,
-             paper="fluctuations O(M^-1/2), constants unknown", controls=("no_noise",))
+             kind="derivation", source="the chapter's Theorem, part 3",
+             controls=("no_noise",))
 ledger.glue("ff_noise_ratio", res.ff_std[many] / ff_closed[many], tol=0.05)
 # shown, not claimed: a mean of m independent sequences (heavy-tailed under no_noise)
 print(f"spreads against batch size, minus log-log slopes: FF {approx(slope_ff, 0.05)}, "
@@ -218,12 +225,14 @@ print(f"spreads against batch size, minus log-log slopes: FF {approx(slope_ff, 0
 ledger.check("ff-resolved-at-4",
              f"the FF margin is resolved with batches of {res.batch_sizes[0]} "
              "sequences (SNR above 3)",
-             res.ff_snr[0], above=3, tol=0.5, paper="unknown", controls=("no_noise",))
+             res.ff_snr[0], above=3, tol=0.5, kind="ours", controls=("no_noise",))
 ledger.glue("ff_snr_4", res.ff_snr[0], tol=0.5)
 ledger.check("ff-over-attention-snr",
              "at every batch size the FF SNR is more than 10 times the attention SNR",
-             res.ff_snr / res.attn_snr, above=10, tol=2,
-             paper="the attention gradient is the noisy one, constants unknown",
+             res.ff_snr / res.attn_snr, above=10, tol=2, kind="paper",
+             source="Theorem 1",
+             paper="attention gradients at init are much noisier than the FF's "
+                   "(Section 3.1, rebuttal; no number)",
              controls=("no_noise", "no_attention"))
 _ = ledger.glue("snr_ratio", res.ff_snr / res.attn_snr, tol=2)
 

@@ -65,12 +65,15 @@ repro.setup(SEED)
 ledger = claims.Ledger(
     "associations/pretrained_lm", control=CONTROL,
     controls={
-        "fact_in_context": "each factual prompt is preceded by its answer ('Madrid is "
-                           "located in Spain. Madrid is located in'): it can be copied",
-        "io_removed": "the IOI sentences no longer mention the indirect object (a "
-                      "third name stands in its place); the target is still the IO",
-        "mid_layers": "every truncation is applied to layer 23 (the live sweep and "
-                      "section 4), where the stored sweep shows it barely matters",
+        "fact_in_context": ("science", "each factual prompt is preceded by its answer "
+                            "('Madrid is located in Spain. Madrid is located in'): it "
+                            "can be copied"),
+        "io_removed": ("science", "the IOI sentences no longer mention the indirect "
+                       "object (a third name stands in its place); the target is "
+                       "still the IO"),
+        "mid_layers": ("science", "every truncation is applied to layer 23 (the live "
+                       "sweep and section 4), where the stored sweep shows it barely "
+                       "matters"),
     },
     scale=f"SmolLM2-135M-Instruct (Q4_1 weights in float32), 30 factual prompts, "
           f"{N_IOI} IOI sentences, layers {LIVE_LAYERS} truncated live",
@@ -167,19 +170,18 @@ if MODEL_OK:
 # answer beats " the" and the repeated subject
 check("factual-the-beats-fact",
       "on factual prompts ' the' beats the fact: mean log p(correct) - log p(the) < 0",
-      lambda: base["factual"]["logodds"], below=0.0, tol=TOL_LOGODDS,
-      paper="unknown (' the' first in early Pythia checkpoints)", verdict="partly",
+      lambda: base["factual"]["logodds"], below=0.0, tol=TOL_LOGODDS, kind="ours",
       controls=("fact_in_context",))
 check("ioi-io-beats-the",
       "on IOI the in-context answer beats ' the': mean log p(IO) - log p(the) > 1",
-      lambda: base["ioi"]["logodds"], above=1.0, tol=TOL_LOGODDS, paper="unknown",
+      lambda: base["ioi"]["logodds"], above=1.0, tol=TOL_LOGODDS, kind="ours",
       controls=("io_removed",))
 check("ioi-io-beats-s",
       "on IOI the IO beats the repeated subject: mean log p(IO)/p(S) > 2",
-      lambda: base["ioi"]["logit_diff"], above=2.0, tol=TOL_LOGODDS, paper="unknown",
+      lambda: base["ioi"]["logit_diff"], above=2.0, tol=TOL_LOGODDS, kind="ours",
       controls=("io_removed",))
 check("ioi-top1", "the IO is the top-1 token on more than half of the IOI sentences",
-      lambda: base["ioi"]["acc"], above=0.5, tol=TOL_ACC, paper="unknown",
+      lambda: base["ioi"]["acc"], above=0.5, tol=TOL_ACC, kind="ours",
       controls=("io_removed",))
 
 # %% mystnb={"figure": {"caption": "Baseline next-token probabilities of SmolLM2-135M-Instruct (Q4_1 weights dequantised to float32): the correct token against the generic token \" the\", one dot per prompt (30 factual prompts, 40 IOI sentences). The paper shows such probes for Pythia checkpoints during training; ours is one fully trained 135M model.", "name": "fig-lm-baseline"}} tags=["hide-input"]
@@ -283,23 +285,30 @@ if MODEL_OK:
 
 # %% tags=["hide-input"]
 # a late MLP carries much of the generic " the": truncating it raises the log-odds, by
-# pushing " the" down; the last layer's MLP, though, is needed
-for name in ("factual", "ioi"):
+# pushing " the" down; the last layer's MLP, though, is needed. On factual prompts the
+# fact's probability rises too (the paper's claim); on IOI p(IO) falls, so the IOI gain
+# is ours, not the paper's claim that the answer becomes more likely
+LASER_PAPER = dict(kind="paper", source="Section 4",
+                   paper="truncating late-layer MLPs moves probability from ' the' to "
+                         "the answer (Pythia, GPT-2, Llama; no number)")
+for name, about, kw in (
+        ("factual", "", LASER_PAPER),
+        ("ioi", " (ours, not the paper's claim: ' the' falls, and p(IO) falls too)",
+         dict(kind="ours"))):
     check(f"laser-gain-{name}",
           f"{name}: the best truncation of one MLP matrix of layers 27-29 raises "
-          "the mean log-odds against ' the' by more than 1 nat",
+          f"the mean log-odds against ' the' by more than 1 nat{about}",
           lambda: best[name][3], above=1.0, tol=TOL_LOGODDS,
-          paper="unknown (late-layer LASER helps on Pythia, GPT-2, Llama)",
-          controls=("mid_layers",))
+          controls=("mid_layers",), **kw)
 check("laser-pushes-the-down",
       "at each set's best truncation p(' the') falls below half its baseline (ratio)",
       lambda: [at_best[n]["p_the"] / base[n]["p_the"] for n in ("factual", "ioi")],
-      below=0.5, tol=0.1, paper="unknown", controls=("mid_layers",))
+      below=0.5, tol=0.1, controls=("mid_layers",), **LASER_PAPER)
 check("last-layer-mlp-needed",
       "truncating layer 29's MLP lowers the mean log-odds (over matrices and ranks) "
       "by more than 1 nat on both sets",
       lambda: [last_mean[n] for n in ("factual", "ioi")],
-      below=-1.0, tol=TOL_LOGODDS, paper="unknown", controls=("mid_layers",))
+      below=-1.0, tol=TOL_LOGODDS, kind="ours", controls=("mid_layers",))
 
 # %% mystnb={"figure": {"caption": "LASER on SmolLM2-135M-Instruct: change of the mean log-odds log p(correct) - log p(\" the\") when one MLP matrix of one layer keeps a fraction rho of its 576 singular values (rho = 0 removes the layer's MLP). Layers 15-29, up_proj and down_proj; 30 factual prompts, 40 IOI sentences (the stored sweep, data/lm_laser_sweep.json; layers 27-29 re-run live, checked against it and used for the claims). The paper sweeps Pythia, GPT-2 and Llama models, with layers and ranks it does not list.", "name": "fig-lm-laser"}} tags=["hide-input"]
 if MODEL_OK:
@@ -352,8 +361,7 @@ check("removal-is-most-of-the-gain",
       "at the best layer, removing the MLP (rho = 0) gets more than half the best "
       "truncation's gain: removed - best / 2 > 0 nats, on both sets",
       lambda: [removed[n] - best_gain[n] / 2 for n in ("factual", "ioi")], above=0.0,
-      tol=TOL_LOGODDS, paper="unknown (the paper reads LASER as a denoising)",
-      verdict="partly", controls=("mid_layers",))
+      tol=TOL_LOGODDS, kind="ours", controls=("mid_layers",))
 
 # %%
 if MODEL_OK:
@@ -412,7 +420,7 @@ if MODEL_OK:
 check("first-layer-destroys",
       "truncating the first layer's up_proj (rho 0.5 or 0.1) leaves less than half of "
       "the factual p(correct) and of the IOI accuracy (ratios to the baseline)",
-      lambda: hurt, below=0.5, tol=0.1, paper="unknown", controls=("mid_layers",))
+      lambda: hurt, below=0.5, tol=0.1, kind="ours", controls=("mid_layers",))
 
 # %% [markdown]
 # ## 5. The paper's models: Pythia

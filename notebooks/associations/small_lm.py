@@ -62,10 +62,10 @@ repro.setup(SEED)
 ledger = claims.Ledger(
     "associations/small_lm", control=CONTROL,
     controls={
-        "no_training": "learning rate 1e-9: the optimiser's steps change nothing, the "
-                       "model keeps its initial weights",
-        "swap_io_s": "the IO and subject labels are swapped where p(IO) and p(S) are "
-                     "measured (live and stored runs)",
+        "no_training": ("plumbing", "learning rate 1e-9: the optimiser's steps change "
+                        "nothing, the model keeps its initial weights"),
+        "swap_io_s": ("plumbing", "the IO and subject labels are swapped where p(IO) "
+                      "and p(S) are measured (live and stored runs)"),
     },
     scale=f"{N_LAYER} layers, d = 64, {STEPS} steps x batch 32, {N_SEEDS} seeds live; "
           "stored: 2 layers, 4,000 steps, 3 seeds",
@@ -137,12 +137,13 @@ _ = ledger.glue("loss_half", loss_half, tol=TOL_LOSS)
 
 # %% tags=["hide-input"]
 # the generic continuation is learnt within the first quarter of training, on every seed
-_ = ledger.check("the-first-quarter",
-                 "p(the) at the IOI answer exceeds 0.1 (3.5 x uniform) within the "
-                 "first quarter of training, on every seed", the_early, above=0.1,
-                 tol=TOL_P,
-                 paper="unknown (' the' first along Pythia checkpoints)",
-                 controls=("no_training",))
+ledger.check("the-first-quarter",
+             "p(the) at the IOI answer exceeds 0.1 (3.5 x uniform) within the "
+             "first quarter of training, on every seed", the_early, above=0.1,
+             tol=TOL_P, kind="paper", source="Figure 5",
+             paper="' the' is learnt early, before the answer, along Pythia "
+                   "checkpoints (no number)",
+             controls=("no_training",))
 
 # %% [markdown]
 # The generic token comes first. Whether the in-context answer follows within 1000 steps is
@@ -246,16 +247,16 @@ for key, v in (("stored_the", slm["p_the"]), ("stored_io", st_io), ("stored_s", 
 # stored numbers do not move between runs: a tolerance of one printed unit
 ledger.check("io-picked-out-stored",
              "given 4,000 steps every stored seed picks out the IO: final p(IO) - p(S) "
-             "> 0.2", st_io - st_s, above=0.2, tol=0.001,
-             paper="unknown (the answer later along Pythia checkpoints)",
+             "> 0.2", st_io - st_s, above=0.2, tol=0.001, kind="ours",
              controls=("swap_io_s",))
-_ = ledger.check("the-before-io-stored",
-                 "on every stored seed the IO is picked out only after 'the' is "
-                 "learnt: (first step of p(IO) - p(S) > 0.2) - (first step of "
-                 "p(the) > 0.1) > 0", step_io - step_the, above=0.0, tol=1.0,
-                 paper="unknown (' the' first, then the answer, along Pythia "
-                       "checkpoints)",
-                 controls=("swap_io_s",))
+ledger.check("the-before-io-stored",
+             "on every stored seed the IO is picked out only after 'the' is "
+             "learnt: (first step of p(IO) - p(S) > 0.2) - (first step of "
+             "p(the) > 0.1) > 0", step_io - step_the, above=0.0, tol=1.0,
+             kind="paper", source="Figure 5",
+             paper="' the' first, then the answer, along Pythia checkpoints "
+                   "(no number)",
+             controls=("swap_io_s",))
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The same model trained four times longer (4,000 steps, 3 seeds, line: median, band: min-max; stored runs): probabilities at the IOI answer position of clean test sequences. The generic 'the' is learned by the first evaluation (step 250); the IO name separates from the subject S only later, between steps 1,500 and 2,750 depending on the seed. The paper follows Pythia checkpoints; its values are not known to us.", "name": "fig-smalllm-stored"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -305,12 +306,14 @@ _ = ledger.glue("rank_gain_max", rank_gain.max(), digits=3)
 
 # %% tags=["hide-input"]
 # not the paper's LASER effect: the last FF helps the answer, removing it lowers p(IO)
-_ = ledger.check("last-ff-helps-io-stored",
-                 "removing the last layer's FF lowers p(IO) by more than 0.03 on every "
-                 "stored seed (the paper: late-MLP truncation raises the answer)",
-                 full["p_io"] - cut["p_io"], above=0.03, tol=0.001,
-                 paper="unknown (truncating late MLPs moves probability to the answer)",
-                 verdict="not reproduced", controls=("swap_io_s",))
+ledger.check("last-ff-helps-io-stored",
+             "removing the last layer's FF lowers p(IO) by more than 0.03 on every "
+             "stored seed (the paper: late-MLP truncation raises the answer)",
+             full["p_io"] - cut["p_io"], above=0.03, tol=0.001, kind="paper",
+             source="Section 4",
+             paper="truncating late MLPs moves probability from ' the' to the answer "
+                   "(pretrained LMs; no number)",
+             contradicts=True, controls=("swap_io_s",))
 
 # %% [markdown]
 # The stored runs are checked against the live run of §1: both train the same model on data of
@@ -331,11 +334,11 @@ same = ledger.precondition(
           and ALPHA == float(slm["alpha"].iloc[0])), above=0.5, tol=0.1)
 print(f"median test loss, steps {STEPS // 2}-{STEPS}: live "
       f"{approx(live_half, TOL_LOSS)}, stored seeds {exact(ref)}")
-_ = ledger.check("live-loss-matches-stored",
-                 "the live run's median test loss over its second half lies within the "
-                 "stored seeds' range widened by 0.1 nats (distance, nats)",
-                 np.abs(live_half - np.median(ref)) - np.ptp(ref), below=0.1, tol=0.05,
-                 paper="unknown", controls=("no_training",), requires=("stored-model",))
+ledger.check("live-loss-matches-stored",
+             "the live run's median test loss over its second half lies within the "
+             "stored seeds' range widened by 0.1 nats (distance, nats)",
+             np.abs(live_half - np.median(ref)) - np.ptp(ref), below=0.1, tol=0.05,
+             kind="check", controls=("no_training",), requires=("stored-model",))
 
 # %% [markdown]
 # ## Summary

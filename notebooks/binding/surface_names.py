@@ -74,11 +74,12 @@ from revlib.report import approx, exact
 ledger = claims.Ledger(
     "binding/surface_names", control=CONTROL,
     controls={
-        "reverse_in_training": "the live names run also trains its held-out reverse "
-                               "facts",
-        "swap_stored": "the stored one-token runs are read as the names runs and the "
-                       "other way round",
-        "no_training": "the live runs are not trained (AdamW at lr 1e-12)"},
+        "reverse_in_training": ("science", "the live names run also trains its "
+                                "held-out reverse facts"),
+        "swap_stored": ("plumbing", "the stored one-token runs are read as the names "
+                        "runs and the other way round"),
+        "no_training": ("plumbing", "the live runs are not trained (AdamW at lr "
+                        "1e-12)")},
     scale=f"live: {N_A} + {N_B} entities, m = {MULTIPLICITY}, {STEPS} steps; stored: "
           "1,600 + 200 entities, 20,000 steps; d = 64, 2 layers",
     paper_scale="50,000 + 30,000 entities, m = 10, up to 3M steps, d = 768",
@@ -95,6 +96,12 @@ TOL = {"train": 0.05, "atomic": 0.1, "test": 0.05}
 # The accuracy over chance counts a handful of hits (one hit is about one unit of
 # chance): a seed moved 1.6 -> 0.0 on an AVX-512 machine, hence 2, not 1.
 TOL_FIT, TOL_ACC_RATIO, TOL_MRR_RATIO = 0.02, 2.0, 0.35
+
+
+# Section 3.3: "transformers fail entirely (0.0% accuracy) to learn reversal from
+# surface-level predictions"; at chance is read as within 2 times chance on every seed
+NAMES_SOURCE = "Section 3.3"
+NAMES_PAPER = "fail entirely: 0.0% accuracy (no MRR); at chance"
 
 
 def chance_of(task):
@@ -135,12 +142,15 @@ ledger.precondition(
     tol=TOL_FIT)
 ledger.check("names-live-acc", "names: held-out reverse accuracy stays below 5 times "
              "chance (multiple of chance)", names.final("test_acc") / chance_acc,
-             below=5, tol=TOL_ACC_RATIO, paper="fails completely (no number)",
+             below=5, tol=TOL_ACC_RATIO, kind="paper", source=NAMES_SOURCE,
+             # no factor: at ±2 chance, "within 2 times chance" cannot be decided stably
+             paper=NAMES_PAPER, paper_value=1.0,
              controls=("reverse_in_training",), requires=("fit-live",))
 ledger.check("names-live-mrr", "names: held-out reverse MRR stays below 2 times "
              "chance (multiple of chance; an answer ranked first: 1 / chance)",
              names.final("test_mrr") / chance_mrr, below=2,
-             tol=TOL_MRR_RATIO, paper="fails completely (no number)",
+             tol=TOL_MRR_RATIO, kind="paper", source=NAMES_SOURCE,
+             paper=NAMES_PAPER, paper_value=1.0, factor=2,
              controls=("reverse_in_training",), requires=("fit-live",))
 ledger.glue("live_fit", np.minimum(names.final("train_acc"), names.final("atomic_acc")),
             tol=TOL_FIT)
@@ -193,21 +203,26 @@ ledger.precondition(
     above=0.95, tol=0.01)
 ledger.check("names-stored-acc", "names, 20,000 steps: held-out reverse accuracy below "
              "5 times chance (multiple of chance)", named["test_acc"] / n_chance[0],
-             below=5, tol=0.01, paper="fails completely (no number)",
+             below=5, tol=0.01, kind="paper", source=NAMES_SOURCE,
+             paper=NAMES_PAPER, paper_value=1.0, factor=2,
              controls=("swap_stored",), requires=("fit-stored",))
 ledger.check("names-stored-mrr", "names, 20,000 steps: held-out reverse MRR below 1.5 "
              "times chance (multiple of chance)", named["test_mrr"] / n_chance[1],
-             below=1.5, tol=0.01, paper="fails completely (no number)",
+             below=1.5, tol=0.01, kind="paper", source=NAMES_SOURCE,
+             paper=NAMES_PAPER, paper_value=1.0, factor=2,
              controls=("swap_stored",), requires=("fit-stored",))
 ledger.check("one-token-mrr", "one token per entity: held-out reverse MRR above 10 "
              "times chance (multiple of chance)", abstract["test_mrr"] / a_chance[1],
-             above=10, tol=0.01,
-             paper="about 0.8-0.97 (third-party reading of Table 1)",
-             verdict="partly", controls=("swap_stored",), requires=("fit-stored",))
+             above=10, tol=0.01, kind="paper", source="Table 1",
+             paper="held-out MRR about 0.8 to 0.97 (unverified reading); ours is in "
+                   "units of chance",
+             controls=("swap_stored",), requires=("fit-stored",))
 ledger.check("one-token-acc", "one token per entity: held-out reverse accuracy "
              "above 20 times chance (multiple of chance)",
              abstract["test_acc"] / a_chance[0],
-             above=20, tol=0.01, paper="unknown", controls=("swap_stored",),
+             above=20, tol=0.01, kind="paper", source="Section 2",
+             paper="the abstract level learns reversal (Table 1 gives MRR, no "
+                   "accuracy)", controls=("swap_stored",),
              requires=("fit-stored",))
 at_1000 = list(stored[0]["steps"]).index(1000)
 ledger.glue("stored_fit", min(g[k].min() for g in (abstract, named)
@@ -263,7 +278,7 @@ else:
         "live-matches-stored", "a live re-run of the names setting agrees with the "
         f"stored runs at step {LIVE_STEPS} (distance from their median beyond their "
         "range; train, atomic, test MRR)", excess, below=TOL_LIVE, tol=0.02,
-        paper="n/a (our stored runs)", controls=("no_training",))
+        kind="check", controls=("no_training",))
 
 # %% mystnb={"figure": {"caption": "Standard transformer (2 layers, d = 64, no positions, tied embeddings) with one token per entity and with two-token names (multiplicity 10) on the same facts: 1,600 rule-teaching and 200 tested entities, 3 relation pairs, AdamW lr 3e-3, batch 256, 20,000 steps, 3 seeds (median and band; stored runs). Left: accuracy on the atomic facts and on the held-out reverse (test) facts. Right: test MRR against the type-aware chance (dotted). The paper trains 80,000 entities for up to 3M steps.", "name": "fig-surface-names"}, "tags": ["hide-input"]}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))

@@ -70,14 +70,15 @@ repro.setup(SEED)
 ledger = claims.Ledger(
     "caching/prompt_caching", control=CONTROL,
     controls={
-        "labels_shuffled": "the teacher's verdicts (and the theory's targets) are "
-                           "permuted across training samples",
-        "teacher_noise_one": "every teacher verdict is a coin flip",
-        "no_finetuning": "no optimiser step: the tuned model is the base model",
-        "unbiased_soft_labels": "the theory's soft labels get zero-mean noise in "
-                                "probability instead of in the logit",
-        "swap_scrambled": "the order-swapped twin of a comparison is replaced by a "
-                          "comparison of two other countries"},
+        "labels_shuffled": ("science", "the teacher's verdicts (and the theory's "
+                            "targets) are permuted across training samples"),
+        "teacher_noise_one": ("science", "every teacher verdict is a coin flip"),
+        "no_finetuning": ("plumbing", "no optimiser step: the tuned model is the base "
+                          "model"),
+        "unbiased_soft_labels": ("science", "the theory's soft labels get zero-mean "
+                                 "noise in probability instead of in the logit"),
+        "swap_scrambled": ("science", "the order-swapped twin of a comparison is "
+                           "replaced by a comparison of two other countries")},
     scale=f"{N_TRAIN_PER_TYPE} / {N_TEST_PER_TYPE} train / test pairs per type, "
           f"{N_SEEDS} seeds, {STEPS} head steps, stream of {STREAM}",
     paper_scale="unknown (a Natural Questions set of unknown size; E5, "
@@ -185,14 +186,17 @@ for k in theory.KINDS:
           f"{approx(rates.slope[k], 0.1)}")
 ledger.check("rate-bce-hard", "log-log slope of the excess risk of BCE on hard labels "
              "(theory: -1)", rates.slope["bce_hard"], above=-1.35, below=-0.75, tol=0.1,
+             kind="derivation", source="Theorem thm-caching-bce (the book's)",
              controls=("labels_shuffled",))
 ledger.check("rate-sld", "log-log slope of the excess risk of SLD on noisy soft logits "
              "(theory: -1)", rates.slope["sld_soft"], above=-1.35, below=-0.75, tol=0.1,
+             kind="derivation", source="Theorem thm-caching-sld (the book's)",
              controls=("labels_shuffled",))
 plateau = mean["bce_soft_noisy"][-1] / mean["bce_soft_noisy"][1]
 ledger.check("bce-soft-floor", "BCE on noisy soft labels: excess risk at n = 16,000 "
              "over that at n = 1,000 (a 1/n rate gives 1/16)", plateau, above=0.4,
-             tol=0.1, controls=("unbiased_soft_labels",))
+             tol=0.1, kind="derivation", source="Theorem thm-caching-bias (the book's)",
+             controls=("unbiased_soft_labels",))
 ratio_sld = mean["sld_soft"][-1] / rates.predicted["sld_soft"][-1]
 ratio_bce = mean["bce_hard"][-1] / rates.predicted["bce_hard"][-1]
 for name, v, tol in (("slope_bce", rates.slope["bce_hard"], 0.1),
@@ -240,13 +244,20 @@ for m, r in results.items():
               f"c {approx(np.mean(r.c[loss]), '20%')}")
 # the models whose gains on all pairs and at 1% error are claims
 CLAIM_ALL_GAIN = ("e5",)
+# The abstract's only numbers: hard-set AUC 0.51 -> 0.81, for E5; ours is shown as a
+# ratio to 0.81. No "in size" factor: a factor 2 would call a below-chance AUC in size,
+# and a tight one (1.1) leaves a seed within its tolerance of the bound.
+# MiniLM is not the paper's model: its claims test the direction only.
+HARD_PAPER = {"e5": dict(paper_value=0.81)}
 for m, r in results.items():
     for loss in r.tuned:
         auc_hard = rows[m, loss]["auc_hard"]
         ledger.check(f"tuned-hard-auc-{m}-{loss}",
                      f"{r.model_name}, {loss}: fine-tuned AUC on the hard subset, mean "
-                     "over seeds", auc_hard.mean(), above=0.58, tol=0.03, paper=0.81,
-                     verdict="partly",
+                     "over seeds", auc_hard.mean(), above=0.58, tol=0.03,
+                     kind="paper", source="Abstract",
+                     paper="hard Natural Questions set, E5: AUC 0.51 -> 0.81 after "
+                           "distillation", **HARD_PAPER.get(m, {}),
                      controls=("labels_shuffled", "teacher_noise_one", "no_finetuning"))
         # MiniLM's gain on all pairs is shown, not claimed: on another data split
         # (SEED = 4242) it fell below this bound while its hard-subset gain held
@@ -255,6 +266,9 @@ for m, r in results.items():
             ledger.check(f"gain-all-{m}-{loss}",
                          f"{r.model_name}, {loss}: fine-tuned minus base AUC on all "
                          "test pairs", gain_all, above=0.02, tol=0.01,
+                         kind="paper", source="Abstract",
+                         paper="distillation gives better caching prediction "
+                               "(no number beyond the hard set)",
                          controls=("labels_shuffled", "teacher_noise_one",
                                    "no_finetuning"))
         ledger.glue(f"gain_all_{m}_{loss}", gain_all, tol=0.01)
@@ -308,6 +322,9 @@ for m, r in results.items():
         ledger.check(f"hit1-gain-{m}", f"{r.model_name}: fine-tuned hit rate at 1% "
                      "error (mean over losses and seeds) minus the base model's",
                      tuned1 - r.base["hit_at_1"], above=0.03, tol=0.02,
+                     kind="paper", source="Abstract",
+                     paper="fine-tuned models give better caching efficiency than "
+                           "the base E5 (no number; metric not public)",
                      controls=("no_finetuning",))
     ledger.glue(f"hit1_gain_{m}", tuned1 - r.base["hit_at_1"], tol=0.02)
     ledger.glue(f"best_{m}", best, tol=0.01)
@@ -376,7 +393,7 @@ for m, r in results.items():
           f"to same-answer rewordings {approx(p_b, TOL_COS)}")
     ledger.check(f"reversal-blind-{m}",
                  f"{r.model_name}: base cosine to the order swap minus to same-answer "
-                 "rewordings", g_b, above=0.0, tol=TOL_COS / 2,
+                 "rewordings", g_b, above=0.0, tol=TOL_COS / 2, kind="ours",
                  controls=("swap_scrambled",))
     ledger.glue(f"swap_{m}", s_b, tol=TOL_COS)
     ledger.glue(f"same_{m}", p_b, tol=TOL_COS)
@@ -436,7 +453,7 @@ if check["model"] in MODELS and SEED == check["data_seed"]:
     ledger.check("layers-live-matches-stored",
                  f"{live.model_name}, last layer: the live re-run's hard AUC after "
                  f"{LIVE_LAYER_STEPS} steps equals the stored one (distance)",
-                 abs(got - want), below=0.01, tol=0.005,
+                 abs(got - want), below=0.01, tol=0.005, kind="check",
                  controls=("no_finetuning",))
 else:
     print("live re-check skipped: it needs the stored run's model and SEED "

@@ -73,8 +73,10 @@ from revlib import claims, repro
 repro.setup(SEED)
 ledger = claims.Ledger(
     "reversal/bilinear", control=CONTROL,
-    controls={"reverse_in_training": "the held-out reverse facts are trained too",
-              "no_training": "every optimiser step is a no-op: Theta keeps its start"},
+    controls={"reverse_in_training": ("science",
+                                      "the held-out reverse facts are trained too"),
+              "no_training": ("plumbing", "every optimiser step is a no-op: Theta "
+                                          "keeps its start")},
     scale=f"m = {M}, n = {N_PAIRS}, d = {D} (sweeps 8-4096), {N_SEEDS} seeds "
           f"({SWEEP_SEEDS} in the epsilon sweep), {STEPS} GD steps of size {LR}",
     paper_scale="unknown", size_knobs={"M": M, "N_PAIRS": N_PAIRS},
@@ -119,9 +121,12 @@ fit = ledger.precondition("fit", "final training loss / log m (the facts are fit
 ledger.check("train-follows-limit",
              "largest relative gap along training between the median training loss and "
              "the orthogonal-limit prediction", gap.max(), below=0.10, tol=0.02,
+             kind="derivation", source="the chapter's orthogonal limit",
              controls=("no_training",))
 ledger.check("reverse-at-log-m", "final held-out reverse loss / log m",
-             final_rev / log_m, above=0.9, below=1.1, tol=0.03,
+             final_rev / log_m, above=0.9, below=1.1, tol=0.03, kind="paper",
+             source="Theorems 1, 2", paper="stays near log m, no better than a uniform "
+             "guess (no number)", paper_value=1.0, factor=2,
              controls=("reverse_in_training",), requires=("fit",))
 ledger.glue("train_gap", gap.max(), tol=0.02)
 
@@ -163,11 +168,12 @@ for d, w, avg in zip(sweep_dims, worst, mean):
     print(f"d = {d:5d}: worst-seed epsilon* = {w:.3f}, mean over seeds = {avg:.3f}")
 ledger.check("epsilon-large-d",
              f"worst-seed epsilon* at d = {sweep_dims[-1]} (the bound holds with a "
-             "tiny epsilon)", worst[-1], below=0.02, tol=0.005,
-             controls=("reverse_in_training",))
+             "tiny epsilon)", worst[-1], below=0.02, tol=0.005, kind="paper",
+             source="Theorem 1", paper="the bound holds for any epsilon once d is "
+             "large enough (no number)", controls=("reverse_in_training",))
 ledger.check("epsilon-decays",
              "log-log slope of the worst-seed epsilon* against d", slope, below=-0.3,
-             tol=0.2, controls=("reverse_in_training",))
+             tol=0.2, kind="ours", controls=("reverse_in_training",))
 ledger.glue("eps_small_d", worst[0], tol=0.05)
 ledger.glue("eps_large_d", worst[-1], tol=0.005)
 ledger.glue("eps_slope", slope, tol=0.2)
@@ -228,12 +234,14 @@ ledger.precondition("fit-half",
 ledger.check("trained-diagonals",
              "diagonal minus off-diagonal logit: forward (all pairs), then trained "
              "reverse",
-             np.concatenate([forward, rev_trained]), above=5.0, tol=0.5,
+             np.concatenate([forward, rev_trained]), above=5.0, tol=0.5, kind="paper",
+             source="Section 3", paper="trained weights from A to B grow (no number)",
              controls=("no_training",))
 ledger.check("heldout-no-diagonal",
              "|diagonal minus off-diagonal| of the reverse logits of held-out pairs",
-             np.abs(rev_heldout), below=0.5, tol=0.1, controls=("reverse_in_training",),
-             requires=("fit-half",))
+             np.abs(rev_heldout), below=0.5, tol=0.1, kind="paper", source="Section 3",
+             paper="the weight from B to A does not grow: asymmetry (no number)",
+             controls=("reverse_in_training",), requires=("fit-half",))
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Effective weights after training (seed SEED, m = 64, n = 16, d = 1024, the first 8 reverse facts held out). Left: forward logits $x_i^\\top\\Theta y_j$. Right: reverse logits $y_i^\\top\\Theta x_j$; rows above the white line are the held-out reverse facts, and their diagonal is missing.", "name": "fig-bilinear-heatmaps"}}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 4))
@@ -291,14 +299,16 @@ worst_d = dims[iw]
 ledger.check("confidently-wrong",
              f"held-out reverse loss / log m at d = {worst_d}, the fitted d < m where "
              "it is highest (1 would be a uniform guess)", rev_end[iw] / log_m,
-             above=1.25, tol=0.1, controls=("reverse_in_training",),
+             above=1.25, tol=0.1, kind="ours", controls=("reverse_in_training",),
              requires=("small-d-fits",))
 i1024 = dims.index(1024)
 ledger.precondition("fit-large-d", "final training loss / log m for d >= 1024",
                     train_end[i1024:] / log_m, below=0.05, tol=0.005)
 ledger.check("reverse-at-log-m-large-d", "held-out reverse loss / log m for d >= 1024",
-             rev_end[i1024:] / log_m, above=0.9, below=1.1, tol=0.03,
-             controls=("reverse_in_training",), requires=("fit-large-d",))
+             rev_end[i1024:] / log_m, above=0.9, below=1.1, tol=0.03, kind="paper",
+             source="Theorems 1, 2", paper="stays near log m for large d (no number)",
+             paper_value=1.0, factor=2, controls=("reverse_in_training",),
+             requires=("fit-large-d",))
 ledger.glue("worst_d", worst_d, digits=0)
 ledger.glue("wrong_rev", rev_end[iw].mean() / log_m, tol=0.1)
 ledger.glue("wrong_cos", cos[iw].mean(), tol=0.05)
@@ -343,12 +353,17 @@ ledger.precondition("fit-pretrained",
 ledger.check("pretrained-reverse-at-log-m",
              "final held-out reverse loss / log m from the pretrained start",
              pre.reverse_loss[-1] / log_m, above=0.9, below=1.1, tol=0.03,
+             kind="paper", source="Theorem 5", paper="Theorems 1-2 hold from any "
+             "start with 1/(2m) < p < 2/m: reverse loss near log m (no number)",
+             paper_value=1.0, factor=2,
              controls=("reverse_in_training",), requires=("init-near-uniform",
                                                           "fit-pretrained"))
 ledger.check("pretrained-reverse-stays",
              "|final - initial held-out reverse loss| / log m, pretrained start",
              np.abs(pre.reverse_loss[-1] - pre.reverse_loss[0]) / log_m, below=0.10,
-             tol=0.02, controls=("reverse_in_training",),
+             tol=0.02, kind="paper", source="Theorem 5",
+             paper="the reverse loss barely moves from its start (no number)",
+             controls=("reverse_in_training",),
              requires=("init-near-uniform", "fit-pretrained"))
 
 # %% [markdown]
@@ -390,12 +405,14 @@ rel = np.concatenate([np.abs(r.train_loss[-1] / at_T - 1) for r in dyn.values()]
 ledger.check("optimizers-follow-limit",
              "|training loss at t = T / orthogonal-limit prediction - 1|, every "
              "variant (flow 0.1, flow 0.2, GD, SGD) and seed", rel, below=0.15,
-             tol=0.03,
+             tol=0.03, kind="derivation", source="the chapter's orthogonal limit",
              controls=("no_training",))
 ledger.check("optimizers-reverse-at-log-m",
              "held-out reverse loss / log m at t = T, every variant and seed",
              np.concatenate([r.reverse_loss[-1] for r in dyn.values()]) / log_m,
-             above=0.9, below=1.1, tol=0.03, controls=("reverse_in_training",))
+             above=0.9, below=1.1, tol=0.03, kind="paper", source="Theorems 1, 2",
+             paper="reversal curse under (stochastic) gradient descent (no number)",
+             paper_value=1.0, factor=2, controls=("reverse_in_training",))
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Gradient flow (Euler steps 0.1 and 0.2), full-batch gradient descent (step 2) and SGD (step 2, batches of 4 pairs) at equal time $t$ (m = 64, n = 16, d = 1024, 5 seeds). Solid: training loss; dashed: reverse loss; black dashed: orthogonal-limit prediction.", "name": "fig-bilinear-optimizers"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))

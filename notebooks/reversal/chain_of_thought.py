@@ -75,9 +75,11 @@ ledger = claims.Ledger(
     "reversal/chain_of_thought",
     control=CONTROL,
     controls={
-        "no_training": "every model keeps its initial weights",
-        "transitive_in_training": "the held-out A_i ~> C_i facts are trained too "
-        "(the answer given)",
+        "no_training": ("plumbing", "every model keeps its initial weights"),
+        "transitive_in_training": (
+            "science",
+            "the held-out A_i ~> C_i facts are trained too (the answer given)",
+        ),
     },
     scale=f"|V| = {VOCAB}, {N_TRIPLES} triples ({N_HELDOUT} held out); transformer "
     f"{N_LAYER} layers, d = {D_MODEL}, {EPOCHS} epochs; {N_SEEDS} seeds",
@@ -145,6 +147,8 @@ print(
 # (`no_training`) nothing that needs learning may hold, and with the held-out
 # "$A_i\leadsto C_i$" put into training (`transitive_in_training`) the claims that the
 # two-hop fact is *not* learnt must fail, so their tests would see learning if it happened.
+# In the reparameterised model the held-out bounds hold by construction (the proof of
+# Theorem 4: the entries they read only ever fall), so they are shown as identities.
 
 # %% tags=["hide-input"]
 rp = res.reparam
@@ -165,45 +169,43 @@ ledger.check(
     rp.two_step_acc,
     above=0.9,
     tol=0.01,
-    paper="reaches C_i (Theorem 4; no number)",
+    kind="paper",
+    source="Theorem 4",
+    paper="one-hop facts learnt, so A -> B -> C reaches C_i (no number)",
     controls=("no_training",),
 )
 # evaluated steps after the first (at step 0, Y = 0 and p = 1/|V| exactly)
 y_ac = res.reparam_Y_AC_heldout[1:].max(axis=0)
-ledger.check(
-    "reparam-y-ac-falls",
-    "Y[A_i, C_i] of the held-out triples stays below its "
-    "initial 0 (largest over triples and steps, per seed)",
-    y_ac,
-    below=0.0,
-    tol=0.001,
-    paper="not increased (Theorem 4)",
-    controls=("transitive_in_training",),
-    requires=("reparam-fit",),
-)
 p_held = (VOCAB * h["p_AC_heldout"][1:]).max(axis=0)
-ledger.check(
-    "reparam-heldout-below-uniform",
-    "|V| p(C_i | A_i ~>) of the held-out triples "
-    "stays below 1, the uniform level (largest over steps, per seed)",
-    p_held,
-    below=1.0,
-    tol=0.01,
-    paper="p <= 1/|V| (Theorem 4)",
-    controls=("transitive_in_training",),
-    requires=("reparam-fit",),
-)
-ledger.check(
-    "reparam-direct-fails",
-    "the direct answer A ~> C^ is right on at most a tenth "
-    "of the held-out triples (per seed)",
-    rp.direct_acc,
-    below=0.1,
-    tol=0.01,
-    paper="fails (Theorem 4; no number)",
-    controls=("transitive_in_training",),
-    requires=("reparam-fit",),
-)
+# By construction (the proof of Theorem 4): Y[A_i, C_i] and Y[~>, C_i] only ever get
+# gradients that lower them, and every row has mean 0, so the logit of C_i after
+# "A_i ~>" is below the mean of its row: p <= 1/|V| and C_i is never the argmax. Shown
+# when training ran on the theorem's data (untrained, Y = 0: the bounds are equalities).
+if CONTROL == "none":
+    ledger.identity(
+        "reparam-y-ac-falls",
+        "Y[A_i, C_i] of the held-out triples stays below its "
+        "initial 0 (largest over triples and steps, per seed)",
+        y_ac,
+        below=0.0,
+        tol=0.001,
+    )
+    ledger.identity(
+        "reparam-heldout-below-uniform",
+        "|V| p(C_i | A_i ~>) of the held-out triples "
+        "stays below 1, the uniform level (largest over steps, per seed)",
+        p_held,
+        below=1.0,
+        tol=0.01,
+    )
+    ledger.identity(
+        "reparam-direct-fails",
+        "the direct answer A ~> C^ is right on at most a tenth "
+        "of the held-out triples (per seed)",
+        rp.direct_acc,
+        below=0.1,
+        tol=0.01,
+    )
 p_final = h["p_AC_heldout"][-1].max()
 nll_final = h["nll_heldout"][-1].mean()
 print(
@@ -274,7 +276,7 @@ ledger.check(
     tf.two_step_acc,
     above=0.9,
     tol=0.05,
-    paper="chain-of-thought helps (no number)",
+    kind="ours",
     controls=("no_training",),
 )
 ledger.check(
@@ -285,7 +287,12 @@ ledger.check(
     np.median(mrr["held"] / chance),
     below=4.0,
     tol=TOL_MRR_RATIO,
-    paper="no diagonal (Figure 4; no number)",
+    kind="paper",
+    source="Section 5, Figure 4",
+    paper="held-out A ~> C no better than chance: no C|A diagonal (no number)",
+    paper_value=1.0,
+    # no factor: seeds move by about chance across machines, so "within 2 times
+    # chance" cannot be decided stably; the ratio is shown, the verdict is in direction
     controls=("transitive_in_training",),
     requires=("tf-fit",),
 )
@@ -296,7 +303,9 @@ ledger.check(
     tf.direct_acc,
     below=0.2,
     tol=0.07,
-    paper="fails (no number)",
+    kind="paper",
+    source="Section 5",
+    paper="the model fails to output A ~> C directly (no number)",
     controls=("transitive_in_training",),
     requires=("tf-fit",),
 )
@@ -307,7 +316,12 @@ ledger.check(
     np.median(nll_held) / log_V,
     above=1.0,
     tol=TOL_NLL_RATIO,
-    paper="no better than uniform (no number)",
+    kind="paper",
+    source="Section 5",
+    paper="held-out A ~> C NLL no better than uniform (no number)",
+    paper_value=1.0,
+    # no factor: a seed lies within its tolerance of 2 times uniform, so "in size"
+    # cannot be decided stably; the ratio is shown, the verdict is in direction
     controls=("transitive_in_training",),
     requires=("tf-fit",),
 )
@@ -404,20 +418,24 @@ ledger.check(
     one_hop.min(),
     above=0.9,
     tol=0.05,
-    paper="bright diagonals (Figure 4; no number)",
+    kind="paper",
+    source="Figure 4",
+    paper="bright diagonals in B|A, C|B and training C|A (no number)",
     controls=("no_training",),
 )
 held_ca = np.concatenate(
     [top["reparam", "C|A", "held"], top["transformer", "C|A", "held"]]
 )
-_ = ledger.check(
+ledger.check(
     "ca-heldout-no-diagonal",
     "for the held-out triples the own C_i tops the C|A "
     "candidates in at most a fifth of the rows (both models, per seed)",
     held_ca,
     below=0.2,
     tol=0.07,
-    paper="no diagonal (Figure 4; no number)",
+    kind="paper",
+    source="Figure 4",
+    paper="no diagonal in held-out C|A (no number)",
     controls=("transitive_in_training",),
     requires=("reparam-fit", "tf-fit"),
 )
@@ -477,7 +495,7 @@ ledger.check(
     np.median(he_nll) / uniform2,
     below=0.1,
     tol=0.03,
-    paper="unknown (authors' script; its place in the paper unknown)",
+    kind="ours",
     controls=("no_training",),
 )
 print(

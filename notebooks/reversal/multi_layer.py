@@ -72,9 +72,11 @@ ledger = claims.Ledger(
     "reversal/multi_layer",
     control=CONTROL,
     controls={
-        "no_training": "every model keeps its initial weights",
-        "reverse_in_training": "the held-out direction of every pair is trained too "
-        "(the answer given)",
+        "no_training": ("plumbing", "every model keeps its initial weights"),
+        "reverse_in_training": (
+            "science",
+            "the held-out direction of every pair is trained too (the answer given)",
+        ),
     },
     scale=f"2 layers, d = 64, vocabulary {VOCAB} + 2, {EPOCHS} epochs, {N_SEEDS} seeds "
     f"({VARIANT_SEEDS} per variant)",
@@ -166,7 +168,12 @@ ledger.check(
     main.heldout_mrr / main.chance_mrr,
     below=3.0,
     tol=TOL_MRR_RATIO,
-    paper="no better than a random guess (Figure 1; no number)",
+    kind="paper",
+    source="Figure 1",
+    paper="held-out answer no better than a random guess (no number)",
+    paper_value=1.0,
+    # no factor: seeds move by about chance across machines, so "within 2 times
+    # chance" cannot be decided stably; the ratio is shown, the verdict is in direction
     controls=("reverse_in_training",),
     requires=("fit",),
 )
@@ -177,7 +184,12 @@ ledger.check(
     np.median(val_end) / log_v,
     above=1.0,
     tol=TOL_NLL_RATIO,
-    paper="at or above log|V| (Figure 1; no number)",
+    kind="paper",
+    source="Figure 1",
+    paper="held-out NLL at or above log|V|, a uniform guess (no number)",
+    paper_value=1.0,
+    # no factor: a seed lies within its tolerance of 2 times uniform, so "in size"
+    # cannot be decided stably; the ratio is shown, the verdict is in direction
     controls=("reverse_in_training",),
     requires=("fit",),
 )
@@ -257,7 +269,9 @@ ledger.check(
     seen_hits.min(),
     above=0.9,
     tol=0.05,
-    paper="bright diagonals (Figure 2; no number)",
+    kind="paper",
+    source="Figure 2",
+    paper="bright diagonals in the trained and seen panels (no number)",
     controls=("no_training",),
 )
 ratio = {
@@ -278,7 +292,9 @@ ledger.check(
     np.concatenate(list(ratio.values())),
     below=0.6,
     tol=0.15,
-    paper="no diagonal in the unseen panel (Figure 2)",
+    kind="paper",
+    source="Figure 2",
+    paper="no diagonal in the unseen panel (no number)",
     controls=("reverse_in_training",),
     requires=("fit", "untied-fit"),
 )
@@ -290,7 +306,9 @@ ledger.check(
     stats["untied, after relation", "val_unseen"][1],
     below=0.3,
     tol=0.1,
-    paper="no diagonal in the unseen panel (Figure 2)",
+    kind="paper",
+    source="Figure 2",
+    paper="no diagonal in the unseen panel (no number)",
     controls=("reverse_in_training",),
     requires=("untied-fit",),
 )
@@ -312,7 +330,7 @@ ledger.check(
     spread["untied", "val_unseen"] / spread["untied", "val_seen"],
     below=0.1,
     tol=0.03,
-    paper="not run (ours)",
+    kind="ours",
     controls=("reverse_in_training",),
     requires=("untied-fit",),
 )
@@ -323,7 +341,7 @@ ledger.check(
     untied.heldout_mrr / untied.chance_mrr,
     below=3.0,
     tol=TOL_MRR_RATIO,
-    paper="not run (ours)",
+    kind="ours",
     controls=("reverse_in_training",),
     requires=("untied-fit",),
 )
@@ -415,7 +433,12 @@ ledger.check(
     worst,
     below=4.0,
     tol=TOL_VAR_MRR_RATIO,
-    paper="the curse persists in every variant (rebuttal; no number)",
+    kind="paper",
+    source="rebuttal",
+    paper="the curse persists in every variant: no better than chance (no number)",
+    paper_value=1.0,
+    # no factor: seeds move by about chance across machines, so "within 2 times
+    # chance" cannot be decided stably; the ratio is shown, the verdict is in direction
     controls=("reverse_in_training",),
     requires=("variants-fit",),
 )
@@ -475,7 +498,7 @@ ledger.identity(
     below=0.01,
     tol=0.001,
 )
-_ = ledger.check(
+ledger.check(
     "embeddings-less-orthogonal",
     "at d = 64 the learned entity embeddings are "
     "less orthogonal than Gaussian ones: mean off-diagonal |cos| over the "
@@ -483,8 +506,11 @@ _ = ledger.check(
     cos_ratio[64],
     above=1.5,
     tol=0.3,
-    paper="nearly orthogonal at d = 768 (rebuttal heatmaps; no number)",
-    verdict="not reproduced",
+    kind="paper",
+    source="rebuttal",
+    paper="learned embeddings stay nearly orthogonal (cosine heatmaps, d = 768; "
+    "no number)",
+    contradicts=True,
     controls=("no_training",),
 )
 
@@ -538,7 +564,9 @@ ledger.check(
     icl.val_nll[-1],
     below=0.1,
     tol=TOL_TRAIN,
-    paper="validation NLL falls to 0 (Appendix E.2.3; no number)",
+    kind="paper",
+    source="Appendix E.2.3",
+    paper="with the reverse fact in context, validation NLL falls to 0 (no number)",
     controls=("no_training",),
 )
 ledger.glue("icl_val_min", icl.val_nll[-1].min(), tol=TOL_TRAIN)
