@@ -1,6 +1,6 @@
 """The import layers of revlib: no module imports one from a layer above its own.
 
-The layers follow CONVENTIONS ("data flows one way": a notebook calls an experiment,
+The layers follow CONTRIBUTING.md ("data flows one way": a notebook calls an experiment,
 which uses data, models and train), from the bottom up:
 
 0. checks and reductions with no revlib dependency: ``_validate``, ``metrics``,
