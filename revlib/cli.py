@@ -1,4 +1,4 @@
-"""``python -m revlib run|sweep|figure``: the command line of :mod:`revlib.sweeps` and
+"""``python -m revlib run|sweep|bench|figure``: the command line of :mod:`revlib.sweeps` and
 :mod:`revlib.figures` (``figure <label>`` regenerates one figure of the book alone).
 
 ``python -m revlib run bilinear --set m=16 --out r.json`` runs
@@ -180,6 +180,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    bn = sub.add_parser(
+        "bench", help="time one JEPA training step and compare it with a matmul's rate"
+    )
+    bn.add_argument("--n-a", type=int, default=2500, help="entities |E_A| (default 2500)")
+    bn.add_argument("--batch-size", type=int, default=1024, help="batch (default 1024)")
+    bn.add_argument("--steps", type=int, default=20, help="steps timed (default 20)")
+    bn.add_argument("--threads", type=int, default=None, help="torch threads")
+
     fg = sub.add_parser(
         "figure", help="regenerate one figure of the book (figures/<label>.*)"
     )
@@ -231,6 +239,18 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "figure":
         return _figure(args)
+    if args.command == "bench":
+        from revlib import bench, repro  # noqa: PLC0415
+
+        try:
+            repro.setup(0, threads=args.threads)   # deterministic, 1 thread by default
+            result = bench.jepa_step(n_a=args.n_a, batch_size=args.batch_size,
+                                     steps=args.steps)
+        except ValueError as err:
+            print(f"revlib bench: error: {err}", file=sys.stderr)
+            return 2
+        print(bench.report(result))
+        return 0
     prog = f"revlib {args.command}"
     try:
         if args.command == "run":

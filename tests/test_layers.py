@@ -11,7 +11,7 @@ which uses data, models and train), from the bottom up:
    ``probes``, ``config``, ``records``;
 3. the chapters: ``experiments.*``;
 4. running and reporting: ``sweeps``, ``cli``, ``__main__``, ``claims``,
-   ``nbval_plugin``.
+   ``nbval_plugin``, ``bench``.
 
 A module may import from its own layer or below. Imports are read with ``ast``, those
 inside functions included; a deferred import that reaches up is allowed only where it is
@@ -33,7 +33,7 @@ LAYERS = {
     1: ("revlib", "repro", "train", "figures"),
     2: ("data", "models", "theory", "probes", "config", "records"),
     3: ("experiments",),
-    4: ("sweeps", "cli", "__main__", "claims", "nbval_plugin"),
+    4: ("sweeps", "cli", "__main__", "claims", "nbval_plugin", "bench"),
 }
 
 # (importer, imported): deferred (function-level) imports that reach a layer up, each

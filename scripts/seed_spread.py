@@ -1,0 +1,119 @@
+"""Measure how far each claim's printed numbers move with fresh seeds, and store the report.
+
+Used by ``scripts/seed-spread``. Each notebook runs its default configuration (full size, no
+control) once per fresh seed, in record mode (``REVLIB_CLAIMS=record``: nothing raises), and
+the ledgers the runs write are compared with the stored one. For each claim the report holds
+the stored values, each fresh run's values and the *spread*: the range of one printed value
+over the stored run and the fresh ones, ``max - min`` of all of them. A per-seed value of a
+chaotic run moves between machines as a fresh seed would, so its tolerance must cover this
+spread; a median over seeds or a number from a stored file moves less, and its spread shows
+it.
+
+The report goes to ``data/seed_spread.json`` (atomically), with the seeds, the machine and
+the commit; ``tests/test_claims.py`` checks every stored tolerance against it.
+
+    scripts/seed-spread --seeds 11,23,37,51,73 notebooks/reversal/multi_layer.py ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from check_claims import _job, _run  # noqa: E402  (one way to run a notebook copy)
+
+from revlib import claims, repro  # noqa: E402
+
+REPORT = ROOT / "data" / "seed_spread.json"
+
+
+def spread_of(stored: list[float], fresh: list[list[float]]) -> float:
+    """The range of one printed value over the stored run and the fresh ones."""
+    values = [v for v in stored if v == v] + [v for run in fresh for v in run if v == v]
+    return max(values) - min(values) if values else float("nan")
+
+
+def build(stored_ledger: dict, runs: dict[int, dict | None]) -> dict:
+    """The report's entry for one notebook: per record, its tolerance, margin, the stored
+    and fresh values and their spread; per seed, whether the run wrote a ledger."""
+    out = {"records": {}, "runs": {str(s): led is not None for s, led in runs.items()}}
+    for rec in stored_ledger["records"]:
+        fresh = {}
+        for seed, led in runs.items():
+            match = next((r for r in (led or {}).get("records", []) if r["id"] == rec["id"]),
+                         None)
+            if match is not None and match["outcome"] != "untested":
+                fresh[str(seed)] = match["values"]
+        out["records"][rec["id"]] = {
+            "kind": rec["kind"], "tol": rec["tol"], "margin": rec["margin"],
+            "stored": rec["values"], "fresh": fresh,
+            "spread": spread_of(rec["values"], list(fresh.values())),
+            "held": {s: (next((r for r in (led or {}).get("records", [])
+                               if r["id"] == rec["id"]), {}) or {}).get("outcome")
+                     for s, led in ((str(k), v) for k, v in runs.items())}}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("notebooks", nargs="+", help="notebooks (.ipynb or .py)")
+    ap.add_argument("--seeds", default="11,23,37,51,73",
+                    help="comma-separated fresh seeds (at least 5 for a tolerance)")
+    ap.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
+    ap.add_argument("--out", default="_build/seed-spread", help="folder for the ledgers")
+    args = ap.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    paths = [Path(p).with_suffix(".ipynb").resolve() for p in args.notebooks]
+    out = ROOT / args.out
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("REVLIB_FIGURES_DIR", tempfile.mkdtemp(prefix="seed-spread-figs-"))
+    jobs, stored = [], {}
+    for path in paths:
+        stored[path] = claims.ledger_of(path)
+        for seed in seeds:
+            ns = argparse.Namespace(seed=seed, quick=False, scale=1.0, set=[])
+            job = _job(path, stored[path], "none", ns, out)
+            job["ledger"] = str(out / f"{path.stem}--seed{seed}.json")
+            job["env"]["REVLIB_LEDGER"] = job["ledger"]
+            job["seed"] = seed
+            jobs.append(job)
+    runs: dict[Path, dict[int, dict | None]] = {p: {} for p in paths}
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for job, res in zip(jobs, pool.map(_run, jobs)):
+            path = Path(job["notebook"])
+            runs[path][job["seed"]] = res["ledger"]
+            print(f"{path.stem:22s} seed {job['seed']:6d} {res['seconds']:7.1f} s "
+                  f"{'ledger' if res['ledger'] else 'NO LEDGER: ' + str(res['errors'][:1])}",
+                  flush=True)
+    report = json.loads(REPORT.read_text()) if REPORT.exists() else {"notebooks": {}}
+    git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                         text=True).stdout.strip()
+    for path in paths:
+        name = stored[path]["notebook"]
+        report["notebooks"][name] = {**build(stored[path], runs[path]), "seeds": seeds,
+                                     "git": git, "machine": repro.provenance()}
+    report["about"] = ("per claim: the stored and fresh-seed values and their spread "
+                       "(max - min), written by scripts/seed-spread")
+    claims.write_json(REPORT, report)
+    print(f"==> {REPORT.relative_to(ROOT)}: {len(paths)} notebooks, seeds {seeds}")
+    for path in paths:
+        entry = report["notebooks"][stored[path]["notebook"]]
+        for rid, r in entry["records"].items():
+            flag = "covered" if r["tol"] >= r["spread"] else "TOL BELOW SPREAD"
+            print(f"  {path.stem}/{rid}: tol {r['tol']:g}, spread {r['spread']:.3g}, "
+                  f"margin {r['margin']:.3g}: {flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
