@@ -73,6 +73,9 @@ PAPER_VERDICTS = ("in size", "in direction", "not reproduced", "not run")
 # a science control removes the mechanism or gives the answer away; a plumbing control
 # changes what is read, swapped or compared (a stored file, step 0, no training)
 CONTROL_KINDS = ("science", "plumbing")
+# the key of Ledger(quick=...) that lists the claims whose effect a quick-size default run
+# does not show: CI does not count their controls there; they are checked at full size
+FULL_SIZE_ONLY = "full_size_only"
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
@@ -185,7 +188,9 @@ class Ledger:
     (``check-claims --quick``) while giving the same verdicts; a key that names a control
     maps to values for that control's run only (e.g. ``{"N_SEEDS": 1, "swap_stored":
     {"STEPS": 20}}``: a control that only reads stored runs need not train the live ones
-    at full length, since none of the claims it must break reads them)."""
+    at full length, since none of the claims it must break reads them); ``quick["full_size_only"]``:
+    the ids of claims whose effect a quick-size default run does not show (CI's quick
+    runs then prove nothing about their controls; they are checked at full size)."""
 
     def __init__(self, notebook: str, *, control: str = "none",
                  controls: dict[str, tuple[str, str]] | None = None, scale: str = "",
@@ -208,6 +213,13 @@ class Ledger:
         self.size_knobs = dict(size_knobs or {})
         self.quick = dict(quick or {})
         for name, value in self.quick.items():
+            if name == FULL_SIZE_ONLY:
+                if not (isinstance(value, (list, tuple)) and all(_ID.fullmatch(str(v))
+                                                                 for v in value)):
+                    raise ValueError(f"quick[{FULL_SIZE_ONLY!r}] must be a list of claim "
+                                     f"ids, got {value!r}")
+                self.quick[name] = list(value)
+                continue
             if isinstance(value, dict) and name not in self.controls:
                 raise ValueError(f"quick[{name!r}] holds a control's values, but {name!r} is "
                                  f"not one of the controls {sorted(self.controls)}")

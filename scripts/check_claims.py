@@ -72,7 +72,8 @@ def _job(path: Path, stored: dict, control: str, args, ledger_dir: Path) -> dict
         params["SEED"] = args.seed
     if args.quick:  # the values for every control run, then this control's own
         quick = stored.get("quick", {})
-        params.update({k: v for k, v in quick.items() if not isinstance(v, dict)})
+        params.update({k: v for k, v in quick.items()
+                       if not isinstance(v, dict) and k != claims.FULL_SIZE_ONLY})
         params.update(quick.get(control, {}) if isinstance(quick.get(control), dict) else {})
     if args.scale != 1:
         params.update(_scaled(stored.get("size_knobs", {}), args.scale))
@@ -137,11 +138,11 @@ def main() -> int:
                   flush=True)
             results.append(res)
     print(f"\n{len(results)} runs in {time.time() - start:.0f} s wall\n")
-    bad = table(results, args.scale)
+    bad = table(results, args.scale, quick=args.quick)
     return 1 if bad else 0
 
 
-def table(results: list[dict], scale: float) -> int:
+def table(results: list[dict], scale: float, quick: bool = False) -> int:
     """Print the claims table; return how many required outcomes did not happen."""
     bad = 0
     by_nb: dict[str, dict[str, dict]] = {}
@@ -186,7 +187,13 @@ def table(results: list[dict], scale: float) -> int:
                 elif c == "none" and scale == 1 and rec["kind"] != "precondition":
                     ok = rec["outcome"] == "holds"
                     text = "holds" if ok else rec["outcome"].upper()
-                    bad += not ok
+                    full_only = rid in r["ledger"].get("quick", {}).get(claims.FULL_SIZE_ONLY, [])
+                    if quick and not ok and full_only:
+                        # declared: at quick size the default run does not show the effect,
+                        # so its controls prove nothing here; checked at full size by hand
+                        text = f"{rec['outcome']} at quick size (declared: full size only)"
+                    else:
+                        bad += not ok
                 cells.append(text)
             # a claim must name a control, and that control must have been run
             first = next((x for r in runs.values() for x in (r["ledger"] or {}).get("records", [])

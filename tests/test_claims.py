@@ -141,6 +141,9 @@ def test_stored_ledger_tolerances_are_below_margins(path):
     ledger = claims.ledger_of(path)
     assert ledger is not None, f"{path.name} stores no ledger: its claims must go through revlib.claims"
     assert ledger["control"] == "none", "the stored run is the default run"
+    ids = {r["id"] for r in ledger["records"]}
+    unknown = set(ledger["quick"].get(claims.FULL_SIZE_ONLY, [])) - ids
+    assert not unknown, f"quick['full_size_only'] names claims it does not check: {unknown}"
     for rec in ledger["records"]:
         if claims.is_claim(rec):
             assert rec["controls"], f"{rec['id']} names no control"

@@ -75,7 +75,11 @@ ledger = claims.Ledger(
     scale=f"d = {D}, T = {SEQ_LEN}, batch {BATCH}, {STEPS} SGD steps, {N_SEEDS} seeds",
     paper_scale="d = 256, T = 256, batch 512, 5000 SGD steps (the code's script)",
     size_knobs={"D": D, "SEQ_LEN": SEQ_LEN},
-    quick={"N_SEEDS": 1, "STEPS": 400})
+    # at 400 steps attention has not learnt the recall yet, so these claims do not hold
+    # in CI's quick run and its controls prove nothing about them: full size only
+    quick={"N_SEEDS": 1, "STEPS": 400, "full_size_only": [
+        "attention-recalls", "removal-raises-p-ybar", "attention-on-ybar",
+        "partial-rank-raises-tau", "variants-recall"]})
 
 import matplotlib.pyplot as plt
 import numpy as np
