@@ -9,7 +9,7 @@ chaotic run moves between machines as a fresh seed would, so its tolerance must 
 spread; a median over seeds or a number from a stored file moves less, and its spread shows
 it.
 
-The report goes to ``data/seed_spread.json`` (atomically), with the seeds, the machine and
+The report goes to ``tests/seed_spread.json`` (atomically), with the seeds, the machine and
 the commit; ``tests/test_claims.py`` checks every stored tolerance against it.
 
     scripts/seed-spread --seeds 11,23,37,51,73 notebooks/reversal/multi_layer.py ...
@@ -34,7 +34,7 @@ from check_claims import _job, _run  # noqa: E402  (one way to run a notebook co
 
 from revlib import claims, repro  # noqa: E402
 
-REPORT = ROOT / "data" / "seed_spread.json"
+REPORT = ROOT / "tests" / "seed_spread.json"
 
 
 def spread_of(stored: list[float], fresh: list[list[float]]) -> float:
