@@ -15,7 +15,7 @@ number); else *in direction*.
 
 Directives: ``{reproduced-page}`` (every paper: a figure of ours against the paper's number,
 then one compact table) and ``{reproduced-box} part/name`` (the rows of one chapter, at its
-top).
+top, folded to one line of counts until the reader opens it).
 """
 
 from __future__ import annotations
@@ -310,30 +310,34 @@ def _page(app, here: str) -> list[nodes.Node]:
 
 def _box(app, here: str, chapter: str) -> list[nodes.Node]:
     ledgers = _all_ledgers(app)
-    items = []
+    items, found = [], []
     for paper in load_results():
         for row in paper["results"]:
             if row.get("chapter") != chapter:
                 continue
             v = view(row, ledgers)
+            found.append(v["verdict"])
             item = nodes.list_item()
             item += _para(nodes.strong(text=row["result"]), f" ({row['source']}): ",
                           _verdict_node(v["verdict"]), f". The paper: {row['paper']}.")
             if v["ours"]:
                 item += _ours_html(app, here, v)
             items.append(item)
-    box = nodes.admonition(classes=["revlib-reproduced-box"])
-    box += nodes.title(text="What this chapter reproduces")
+    counts = ", ".join(f"{found.count(k)} {k}" for k in ORDER if found.count(k))
+    summary = (f"Against the paper: {counts} (open for each result)" if items else
+               "Against the paper: none of its results is tested in this chapter")
+    out: list[nodes.Node] = [nodes.raw("", '<details class="revlib-reproduced-box"><summary>'
+                                       f"{html.escape(summary)}</summary>", format="html")]
     if items:
         lst = nodes.bullet_list()
         lst += items
-        box += lst
+        out.append(lst)
     else:
-        box += _para("None of the paper's results: this chapter's claims are our own "
-                     "findings and checks.")
+        out.append(_para("This chapter's claims are the book's own findings and checks."))
     uri = app.builder.get_relative_uri(here, PAGE)
-    box += _para("All papers: ", nodes.reference("", "What reproduced", refuri=uri), ".")
-    return [box]
+    out += [_para("All papers: ", nodes.reference("", "What reproduced", refuri=uri), "."),
+            nodes.raw("", "</details>", format="html")]
+    return out
 
 
 def fill(app, doctree, docname):
