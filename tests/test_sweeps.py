@@ -407,9 +407,10 @@ def test_a_killed_record_resumes_from_its_checkpoint(tmp_path, monkeypatch):
 def test_bench_times_a_small_jepa_step_and_refuses_bad_sizes():
     from revlib import bench
 
+    # structure and the FLOP count only: a timing is a benchmark's job, not a test's
     out = bench.jepa_step(n_a=40, batch_size=16, steps=2, multiplicity=2, top=3)
-    assert out["ms_per_step"] > 0 and out["gflop_per_step"] > 0
-    assert 0 < out["fraction_of_matmul"] and len(out["top"]) == 3
+    assert out["ms_per_step"] >= 0 and out["gflop_per_step"] > 0
+    assert out["matmul_gflops"] > 0 and len(out["top"]) == 3
     assert "ms/step" in bench.report(out)
     with pytest.raises(ValueError, match="steps"):
         bench.jepa_step(steps=1)
