@@ -157,15 +157,22 @@ def ratio_svg(title: str, ratios: list[tuple[str, float, float, float, float]]) 
     ax.set_xscale("log")
     from matplotlib import ticker
 
-    ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+    ax.set_ylim(-0.6, n - 0.4)
     ax.set_yticks(range(n))
     ax.set_yticklabels([r[0] if len(r[0]) <= 48 else r[0][:46] + "…" for r in ratios][::-1],
                        fontsize=8)
     lo = min([r[2] for r in ratios] + [1 / r[4] for r in ratios if r[4]])
     hi = max([r[3] for r in ratios] + [r[4] for r in ratios if r[4]])
     ax.set_xlim(lo / 1.5, hi * 1.5)
+    # labelled ticks at round numbers inside the range, at least three of them
+    for subs in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [m * 10.0**e for e in range(-4, 5) for m in subs
+                 if lo / 1.5 <= m * 10.0**e <= hi * 1.5]
+        if len(ticks) >= 3:
+            break
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
     ax.set_xlabel("ours / the paper's number (dot: median seed, bar: seed range, "
                   "shaded: in-size band)", fontsize=8)
     ax.set_title(title, fontsize=9, loc="left")
