@@ -133,7 +133,10 @@ def _split(text: str) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m revlib", description=__doc__.split("\n")[0]
+        prog="python -m revlib",
+        description="Run the book's experiments one config at a time (run), as grids of "
+                    "configs and seeds that resume when cut off (sweep), time a training "
+                    "step (bench), or regenerate one figure (figure)."
     )
     sub = ap.add_subparsers(dest="command", required=True)
 

@@ -17,10 +17,6 @@ NOTEBOOK_SOURCES = sorted((ROOT / "notebooks").rglob("*.py"))
 LINE_LENGTH = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["line-length"]
 
 
-def test_line_length_is_88():
-    assert LINE_LENGTH == 88
-
-
 def long_code_lines(src: Path, limit: int = LINE_LENGTH) -> list[str]:
     """``'<cell>:<line>: <length>'`` for each code-cell line of ``src`` over ``limit``."""
     out = []
