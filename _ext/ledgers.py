@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import yaml
+from docutils import nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -65,3 +66,45 @@ def executed_ledger(config, doc: str) -> tuple[dict | None, str]:
         except KeyError:
             pass
     return claims.ledger_of(nb), "stored"
+
+
+def all_ledgers(app) -> dict[str, tuple[dict | None, str]]:
+    """``{docname: (ledger, source)}`` of every notebook of ``_toc.yml`` (as
+    :func:`executed_ledger`), read once per build: the scorecard, "What reproduced" and
+    every chapter's box share it."""
+    cached = getattr(app, "_revlib_ledgers", None)
+    if cached is None:
+        cached = {doc: executed_ledger(app.config, doc) for doc in toc_notebooks()
+                  if (ROOT / f"{doc}.ipynb").exists()}
+        app._revlib_ledgers = cached
+    return cached
+
+
+def table(head: list[str], rows: list[list], widths: list[int],
+          table_class: str) -> nodes.container:
+    """A docutils table (``head``, ``rows`` of nodes or strings, relative column
+    ``widths``) of class ``table_class``, in a box that scrolls sideways where it is
+    wider than the column."""
+    tab = nodes.table(classes=[table_class])
+    group = nodes.tgroup(cols=len(head))
+    tab += group
+    for w in widths:
+        group += nodes.colspec(colwidth=w)
+    thead = nodes.thead()
+    group += thead
+    hrow = nodes.row()
+    for h in head:
+        hrow += nodes.entry("", nodes.paragraph(text=h))
+    thead += hrow
+    body = nodes.tbody()
+    group += body
+    for cells in rows:
+        r = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            entry += cell if isinstance(cell, nodes.Element) else nodes.paragraph(text=str(cell))
+            r += entry
+        body += r
+    box = nodes.container(classes=["revlib-table-scroll"])
+    box += tab
+    return box

@@ -23,14 +23,13 @@ from __future__ import annotations
 import html
 import io
 import math
-from pathlib import Path
 
 import numpy as np
 import yaml
 from docutils import nodes
 from docutils.parsers.rst import Directive
 
-from ledgers import ROOT, executed_ledger, toc_notebooks
+from ledgers import ROOT, all_ledgers, table, toc_notebooks
 
 RESULTS = ROOT / "book" / "results"
 PAGE = "book/reproduced"
@@ -243,34 +242,9 @@ def _ours_html(app, here: str, v: dict) -> nodes.raw:
     return nodes.raw("", f"<p>{out}</p>", format="html")
 
 
-def _table(head: list[str], rows: list[list], widths: list[int]) -> nodes.container:
-    table = nodes.table(classes=["revlib-reproduced"])
-    group = nodes.tgroup(cols=len(head))
-    table += group
-    for w in widths:
-        group += nodes.colspec(colwidth=w)
-    thead = nodes.thead()
-    group += thead
-    hrow = nodes.row()
-    for h in head:
-        hrow += nodes.entry("", nodes.paragraph(text=h))
-    thead += hrow
-    body = nodes.tbody()
-    group += body
-    for cells in rows:
-        r = nodes.row()
-        for cell in cells:
-            entry = nodes.entry()
-            entry += cell if isinstance(cell, nodes.Element) else nodes.paragraph(text=str(cell))
-            r += entry
-        body += r
-    box = nodes.container(classes=["revlib-table-scroll"])
-    box += table
-    return box
-
-
 def _all_ledgers(app) -> dict[str, dict | None]:
-    return {doc.split("/", 1)[1]: executed_ledger(app.config, doc)[0] for doc in toc_notebooks()}
+    """``{"part/name": ledger}``, as the build executed the notebooks."""
+    return {doc.split("/", 1)[1]: led for doc, (led, _) in all_ledgers(app).items()}
 
 
 def _page(app, here: str) -> list[nodes.Node]:
@@ -307,8 +281,8 @@ def _page(app, here: str) -> list[nodes.Node]:
             gap = row.get("gap", "")
             rows.append([result, paper_cell, ours, _para(_verdict_node(v["verdict"])),
                          str(gap or "–")])
-        sec.append(_table(["result", "the paper", "ours", "verdict", "what closing the gap "
-                           "would take"], rows, [22, 18, 26, 9, 25]))
+        sec.append(table(["result", "the paper", "ours", "verdict", "what closing the gap "
+                          "would take"], rows, [22, 18, 26, 9, 25], "revlib-reproduced"))
         sections += sec
     out.append(_para("Over the four papers: " + ", ".join(
         f"{c} {k}" for k, c in counts_all.items() if c) + "."))

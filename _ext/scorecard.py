@@ -15,7 +15,7 @@ import html
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
-from ledgers import ROOT, executed_ledger, toc_notebooks
+from ledgers import ROOT, all_ledgers, table, toc_notebooks
 
 from revlib import claims, report
 
@@ -71,30 +71,6 @@ def rows_of(ledger: dict) -> list[dict]:
     return rows
 
 
-def _table(head: list[str], body: list[list[nodes.Node]], widths: list[int]) -> nodes.table:
-    table = nodes.table(classes=["revlib-scorecard"])
-    group = nodes.tgroup(cols=len(head))
-    table += group
-    for w in widths:
-        group += nodes.colspec(colwidth=w)
-    thead = nodes.thead()
-    group += thead
-    row = nodes.row()
-    for h in head:
-        row += nodes.entry("", nodes.paragraph(text=h))
-    thead += row
-    tbody = nodes.tbody()
-    group += tbody
-    for cells in body:
-        row = nodes.row()
-        for cell in cells:
-            entry = nodes.entry()
-            entry += cell if isinstance(cell, nodes.Element) else nodes.paragraph(text=str(cell))
-            row += entry
-        tbody += row
-    return table
-
-
 class _placeholder(nodes.General, nodes.Element):
     """Filled in on ``doctree-resolved``, once every notebook has been executed."""
 
@@ -119,10 +95,7 @@ def _scorecard(app, here: str) -> list[nodes.Node]:
     totals: dict[str, int] = {}
     n_notebooks = 0
     sections: list[nodes.Node] = []
-    for doc in toc_notebooks():
-        if not (ROOT / f"{doc}.ipynb").exists():
-            continue
-        ledger, source = executed_ledger(app.config, doc)
+    for doc, (ledger, source) in all_ledgers(app).items():
         name = doc.split("/", 1)[1]
         link = nodes.reference("", doc.split("/")[-1] + " notebook",
                                refuri=builder.get_relative_uri(here, doc))
@@ -153,11 +126,9 @@ def _scorecard(app, here: str) -> list[nodes.Node]:
                                      + "#" + row["anchor"])
             body.append([row["claim"], row["kind"], row["paper"], row["ours"], row["test"],
                          row["controls"], row["verdict"], check])
-        table = _table(["claim", "kind", "paper", "ours", "test (each seed)",
-                        "controls that break it", "verdict", "check"], body,
-                       [26, 6, 14, 14, 9, 13, 10, 4])
-        container = nodes.container(classes=["revlib-table-scroll"])
-        container += table
+        container = table(["claim", "kind", "paper", "ours", "test (each seed)",
+                           "controls that break it", "verdict", "check"], body,
+                          [26, 6, 14, 14, 9, 13, 10, 4], "revlib-scorecard")
         summary = f"{name.replace('_', ' ')}: " + ", ".join(
             f"{c} {k}" for k, c in sorted(mine.items()))
         sections += [nodes.raw("", f"<details class=\"revlib-fold\"><summary>"
