@@ -267,12 +267,6 @@ class Ledger:
                                       f'id="{rec.cell}">{html.escape(line)}</pre>'}):
             print(line)
 
-    def _held(self, rid: str) -> bool:
-        rec = self.records.get(rid)
-        if rec is None:
-            raise ValueError(f"requires names {rid!r}, which this notebook has not checked yet")
-        return rec.outcome == "holds"
-
     def _judge(self, kind, id, sentence, values, above, below, tol, controls, requires,
                **about) -> Record:
         report._parse_tol(tol)
@@ -284,10 +278,10 @@ class Ledger:
         arr = _as_values(values)
         margin = margin_of(arr, above, below)
         unmet = ""
-        if requires and not all(self._held(r) for r in requires):
+        if requires and not all(self.held(r) for r in requires):
             outcome, margin = "untested", math.nan
             unmet = "; ".join(f"{r} did not hold: {self.records[r].unmet or UNMET}"
-                              for r in requires if not self._held(r))
+                              for r in requires if not self.held(r))
         else:
             outcome = "holds" if margin > 0 else "fails"
         if self.control == "none":
@@ -357,9 +351,11 @@ class Ledger:
         self._enforce(rec)
 
     def held(self, id: str) -> bool:
-        """Whether the record ``id`` (a claim, precondition or identity) held."""
+        """Whether the record ``id`` (a claim, precondition or identity) held; ``requires``
+        asks it of each precondition."""
         if id not in self.records:
-            raise ValueError(f"{id!r} has not been checked in {self.notebook}")
+            raise ValueError(f"{id!r} is named, but {self.notebook} has not checked yet a "
+                             "record of that id")
         return self.records[id].outcome == "holds"
 
     def precondition(self, id: str, sentence: str, values, *, above: float | None = None,

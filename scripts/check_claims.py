@@ -154,6 +154,7 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
         head = "| claim | default run | " + " | ".join(f"under {c}" for c in controls) + " |"
         print(head)
         print("|---|---|" + "---|" * len(controls))
+        name = next((r["ledger"]["notebook"] for r in runs.values() if r["ledger"]), "")
         ids: list[str] = []
         for r in runs.values():
             for rec in (r["ledger"] or {}).get("records", []):
@@ -203,7 +204,6 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
                     cells.append("no control of it was run")
                     bad += 1
             # a paper claim must be broken by a science control, not by plumbing alone
-            name = next((r["ledger"]["notebook"] for r in runs.values() if r["ledger"]), "")
             pending = rid in WITHOUT_SCIENCE_CONTROL.get(name, set())
             if kind == "paper" and not first.get("science") and not pending:
                 cells.append("NO SCIENCE CONTROL (only plumbing breaks it)")

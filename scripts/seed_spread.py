@@ -45,22 +45,20 @@ def spread_of(stored: list[float], fresh: list[list[float]]) -> float:
 
 def build(stored_ledger: dict, runs: dict[int, dict | None]) -> dict:
     """The report's entry for one notebook: per record, its tolerance, margin, the stored
-    and fresh values and their spread; per seed, whether the run wrote a ledger."""
+    and fresh values and their spread, and its outcome in each fresh run; per seed,
+    whether the run wrote a ledger."""
     out = {"records": {}, "runs": {str(s): led is not None for s, led in runs.items()}}
+    by_seed = {str(s): {r["id"]: r for r in (led or {}).get("records", [])}
+               for s, led in runs.items()}
     for rec in stored_ledger["records"]:
-        fresh = {}
-        for seed, led in runs.items():
-            match = next((r for r in (led or {}).get("records", []) if r["id"] == rec["id"]),
-                         None)
-            if match is not None and match["outcome"] != "untested":
-                fresh[str(seed)] = match["values"]
+        found = {s: recs.get(rec["id"]) for s, recs in by_seed.items()}
+        fresh = {s: r["values"] for s, r in found.items()
+                 if r is not None and r["outcome"] != "untested"}
         out["records"][rec["id"]] = {
             "kind": rec["kind"], "tol": rec["tol"], "margin": rec["margin"],
             "stored": rec["values"], "fresh": fresh,
             "spread": spread_of(rec["values"], list(fresh.values())),
-            "held": {s: (next((r for r in (led or {}).get("records", [])
-                               if r["id"] == rec["id"]), {}) or {}).get("outcome")
-                     for s, led in ((str(k), v) for k, v in runs.items())}}
+            "held": {s: (r or {}).get("outcome") for s, r in found.items()}}
     return out
 
 
@@ -82,11 +80,8 @@ def main() -> int:
         stored[path] = claims.ledger_of(path)
         for seed in seeds:
             ns = argparse.Namespace(seed=seed, quick=False, scale=1.0, set=[])
-            job = _job(path, stored[path], "none", ns, out)
-            job["ledger"] = str(out / f"{path.stem}--seed{seed}.json")
-            job["env"]["REVLIB_LEDGER"] = job["ledger"]
-            job["seed"] = seed
-            jobs.append(job)
+            jobs.append({**_job(path, stored[path], "none", ns, out / f"seed{seed}"),
+                         "seed": seed})
     runs: dict[Path, dict[int, dict | None]] = {p: {} for p in paths}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for job, res in zip(jobs, pool.map(_run, jobs)):

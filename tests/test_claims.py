@@ -227,13 +227,8 @@ def test_a_glued_number_is_compared_within_its_tolerance():
 
 def test_quick_values_apply_to_every_control_run_and_per_control(tmp_path):
     import argparse
-    import importlib.util
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("check_claims", root / "scripts/check_claims.py")
-    cc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cc)
+    cc = _check_claims_module()
     stored = {"quick": {"N_SEEDS": 1, "swap_stored": {"STEPS": 20}}}
     args = argparse.Namespace(seed=None, quick=True, scale=1.0, set=[])
     swap = cc._job(Path("x.ipynb"), stored, "swap_stored", args, tmp_path)["params"]
