@@ -28,16 +28,25 @@ logger = logging.getLogger(__name__)
 
 FORMATS = ("pdf", "svg", "png")
 LABEL = re.compile(r"^fig-[a-z0-9-]+$")
-OUT_FOLDER = "figures"   # inside the HTML output, as in the repository
+OUT_FOLDER = "figures"  # inside the HTML output, as in the repository
 
 
 def _commit(root: Path) -> str:
     """Short hash of HEAD, with ``-dirty`` when tracked files differ from it."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=root,
-                               capture_output=True).returncode != 0
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "diff", "--quiet", "HEAD", "--"], cwd=root, capture_output=True
+            ).returncode
+            != 0
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")
@@ -49,8 +58,14 @@ def _figures_dir(app) -> Path:
 
 def _chapter(env, docname: str) -> str:
     """Title of the chapter a page belongs to: the page whose toctree includes it, or itself."""
-    parent = next((p for p, kids in env.toctree_includes.items() if docname in kids
-                   and p != env.config.root_doc), docname)
+    parent = next(
+        (
+            p
+            for p, kids in env.toctree_includes.items()
+            if docname in kids and p != env.config.root_doc
+        ),
+        docname,
+    )
     title = env.titles.get(parent)
     return title.astext() if title is not None else parent
 
@@ -60,11 +75,14 @@ def _figure_number(env, docname: str, label: str) -> str:
     return "Fig. " + ".".join(map(str, number)) if number else "Figure"
 
 
-def citation(title: str, author: str, chapter: str, number: str, label: str,
-             commit: str) -> str:
+def citation(
+    title: str, author: str, chapter: str, number: str, label: str, commit: str
+) -> str:
     """The one-line citation of a figure (plain text)."""
-    return (f"{author}, \u201c{title}\u201d, chapter \u201c{chapter}\u201d, {number} "
-            f"({label}), commit {commit}.")
+    return (
+        f"{author}, \u201c{title}\u201d, chapter \u201c{chapter}\u201d, {number} "
+        f"({label}), commit {commit}."
+    )
 
 
 def figure_files_html(app, docname: str, label: str) -> str:
@@ -72,16 +90,26 @@ def figure_files_html(app, docname: str, label: str) -> str:
     page = app.builder.get_target_uri(docname)
     links = " \u00b7 ".join(
         f'<a class="reference download" href="{html.escape(relative_uri(page, f"{OUT_FOLDER}/{label}.{fmt}"))}"'
-        f' download>{fmt.upper()}</a>' for fmt in FORMATS)
-    title = env.config.html_title or env.config.project   # Jupyter Book sets html_title
-    cite = citation(title, env.config.author, _chapter(env, docname),
-                    _figure_number(env, docname, label), label, app.config.revlib_commit)
-    return (f'<div class="revlib-figure-files" data-label="{label}">'
-            f'<p class="revlib-figure-downloads"><span class="revlib-figure-key">Files</span> '
-            f'{links} <span class="revlib-figure-key">Regenerate</span> '
-            f'<code class="docutils literal notranslate">python -m revlib figure {label}</code></p>'
-            f'<p class="revlib-figure-cite"><span class="revlib-figure-key">Cite</span> '
-            f'{html.escape(cite)}</p></div>')
+        f" download>{fmt.upper()}</a>"
+        for fmt in FORMATS
+    )
+    title = env.config.html_title or env.config.project  # Jupyter Book sets html_title
+    cite = citation(
+        title,
+        env.config.author,
+        _chapter(env, docname),
+        _figure_number(env, docname, label),
+        label,
+        app.config.revlib_commit,
+    )
+    return (
+        f'<div class="revlib-figure-files" data-label="{label}">'
+        f'<p class="revlib-figure-downloads"><span class="revlib-figure-key">Files</span> '
+        f'{links} <span class="revlib-figure-key">Regenerate</span> '
+        f'<code class="docutils literal notranslate">python -m revlib figure {label}</code></p>'
+        f'<p class="revlib-figure-cite"><span class="revlib-figure-key">Cite</span> '
+        f"{html.escape(cite)}</p></div>"
+    )
 
 
 def _figure_label(fig: nodes.figure) -> str | None:
@@ -96,11 +124,19 @@ def add_figure_files(app, doctree, docname):
         label = _figure_label(fig)
         if label is None:
             continue
-        missing = [f"{label}.{fmt}" for fmt in FORMATS if not (folder / f"{label}.{fmt}").exists()]
+        missing = [
+            f"{label}.{fmt}"
+            for fmt in FORMATS
+            if not (folder / f"{label}.{fmt}").exists()
+        ]
         if missing:
-            logger.warning(f"figure {label} has no {', '.join(missing)} in figures/: run "
-                           f"`python -m revlib figure {label}`", location=fig,
-                           type="revlib", subtype="figure-files")
+            logger.warning(
+                f"figure {label} has no {', '.join(missing)} in figures/: run "
+                f"`python -m revlib figure {label}`",
+                location=fig,
+                type="revlib",
+                subtype="figure-files",
+            )
             continue
         fig += nodes.raw("", figure_files_html(app, docname, label), format="html")
 

@@ -28,6 +28,7 @@ from revlib import claims  # noqa: E402
 
 def toc_docs() -> list[str]:
     """Every docname of ``_toc.yml``, in its order."""
+
     def walk(node):
         if isinstance(node, dict):
             for key in ("root", "file"):
@@ -74,14 +75,18 @@ def all_ledgers(app) -> dict[str, tuple[dict | None, str]]:
     every chapter's box share it."""
     cached = getattr(app, "_revlib_ledgers", None)
     if cached is None:
-        cached = {doc: executed_ledger(app.config, doc) for doc in toc_notebooks()
-                  if (ROOT / f"{doc}.ipynb").exists()}
+        cached = {
+            doc: executed_ledger(app.config, doc)
+            for doc in toc_notebooks()
+            if (ROOT / f"{doc}.ipynb").exists()
+        }
         app._revlib_ledgers = cached
     return cached
 
 
-def table(head: list[str], rows: list[list], widths: list[int],
-          table_class: str) -> nodes.container:
+def table(
+    head: list[str], rows: list[list], widths: list[int], table_class: str
+) -> nodes.container:
     """A docutils table (``head``, ``rows`` of nodes or strings, relative column
     ``widths``) of class ``table_class``, in a box that scrolls sideways where it is
     wider than the column."""
@@ -102,7 +107,11 @@ def table(head: list[str], rows: list[list], widths: list[int],
         r = nodes.row()
         for cell in cells:
             entry = nodes.entry()
-            entry += cell if isinstance(cell, nodes.Element) else nodes.paragraph(text=str(cell))
+            entry += (
+                cell
+                if isinstance(cell, nodes.Element)
+                else nodes.paragraph(text=str(cell))
+            )
             r += entry
         body += r
     box = nodes.container(classes=["revlib-table-scroll"])

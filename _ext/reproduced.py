@@ -33,8 +33,17 @@ from ledgers import ROOT, all_ledgers, table, toc_notebooks
 
 RESULTS = ROOT / "book" / "results"
 PAGE = "book/reproduced"
-ROW_KEYS = {"result", "source", "paper", "paper_scale", "chapter", "claims", "figure", "gap",
-            "not_run"}
+ROW_KEYS = {
+    "result",
+    "source",
+    "paper",
+    "paper_scale",
+    "chapter",
+    "claims",
+    "figure",
+    "gap",
+    "not_run",
+}
 ORDER = ("in size", "in direction", "not reproduced", "untested", "fails", "not run")
 
 
@@ -57,14 +66,20 @@ def load_results() -> list[dict]:
             name = f"{where} row {i + 1} ({row.get('result', '?')!r})"
             extra = set(row) - ROW_KEYS
             if extra:
-                raise ValueError(f"{name}: unknown fields {sorted(extra)}; allowed: {sorted(ROW_KEYS)}")
+                raise ValueError(
+                    f"{name}: unknown fields {sorted(extra)}; allowed: {sorted(ROW_KEYS)}"
+                )
             for key in ("result", "source", "paper"):
                 if not str(row.get(key, "")).strip():
                     raise ValueError(f"{name}: {key!r} is missing or empty")
             if ("not_run" in row) == ("claims" in row):
-                raise ValueError(f"{name}: give either claims (with chapter) or not_run")
+                raise ValueError(
+                    f"{name}: give either claims (with chapter) or not_run"
+                )
             if "claims" in row and ("chapter" not in row or not row["claims"]):
-                raise ValueError(f"{name}: claims need a chapter (part/name) and at least one id")
+                raise ValueError(
+                    f"{name}: claims need a chapter (part/name) and at least one id"
+                )
         papers.append({**data, "file": str(where), "part": path.stem})
     return papers
 
@@ -92,27 +107,45 @@ def view(row: dict, ledgers: dict[str, dict | None]) -> dict:
         return out
     ledger = ledgers.get(row["chapter"])
     if ledger is None:
-        raise ValueError(f"row {row['result']!r}: notebook {row['chapter']} has no ledger")
+        raise ValueError(
+            f"row {row['result']!r}: notebook {row['chapter']} has no ledger"
+        )
     recs = {r["id"]: r for r in ledger["records"]}
     verdicts = []
     for cid in row["claims"]:
         rec = recs.get(cid)
         if rec is None:
-            raise ValueError(f"row {row['result']!r} names claim {cid!r}, which "
-                             f"{row['chapter']} does not check")
+            raise ValueError(
+                f"row {row['result']!r} names claim {cid!r}, which "
+                f"{row['chapter']} does not check"
+            )
         if rec["kind"] != "paper":
-            raise ValueError(f"row {row['result']!r} names {row['chapter']}:{cid}, a "
-                             f"{rec['kind']!r} claim: only paper claims go on this page")
+            raise ValueError(
+                f"row {row['result']!r} names {row['chapter']}:{cid}, a "
+                f"{rec['kind']!r} claim: only paper claims go on this page"
+            )
         verdicts.append(rec["verdict"])
         med, lo, hi = _median_range(rec["values"])
         n = len(rec["values"])
-        text = _fmt(med, rec["tol"]) if n == 1 else (
-            f"{_fmt(med, rec['tol'])} ({_fmt(lo, rec['tol'])}–{_fmt(hi, rec['tol'])}, {n} seeds)")
+        text = (
+            _fmt(med, rec["tol"])
+            if n == 1
+            else (
+                f"{_fmt(med, rec['tol'])} ({_fmt(lo, rec['tol'])}–{_fmt(hi, rec['tol'])}, {n} seeds)"
+            )
+        )
         if rec.get("paper_value") is not None and rec.get("ratio") is not None:
             text += f", ×{rec['ratio']:.2g} the paper's"
             vals = np.asarray(rec["values"], dtype=float) / rec["paper_value"]
-            out["ratios"].append((cid, float(np.median(vals)), float(vals.min()),
-                                  float(vals.max()), rec.get("factor")))
+            out["ratios"].append(
+                (
+                    cid,
+                    float(np.median(vals)),
+                    float(vals.min()),
+                    float(vals.max()),
+                    rec.get("factor"),
+                )
+            )
         if not rec.get("science"):
             text += " †"
         out["ours"].append((cid, text, rec["sentence"]))
@@ -140,15 +173,19 @@ def ratio_svg(title: str, ratios: list[tuple[str, float, float, float, float]]) 
     import matplotlib.pyplot as plt
 
     positive = [v for r in ratios for v in r[1:4] if v > 0]
-    floor = min(positive) / 3 if positive else 0.01   # a zero is drawn at the left edge
-    ratios = [(label, max(med, floor), max(lo, floor), max(hi, floor), factor)
-              for label, med, lo, hi, factor in ratios]
+    floor = min(positive) / 3 if positive else 0.01  # a zero is drawn at the left edge
+    ratios = [
+        (label, max(med, floor), max(lo, floor), max(hi, floor), factor)
+        for label, med, lo, hi, factor in ratios
+    ]
     n = len(ratios)
     fig, ax = plt.subplots(figsize=(7.5, 0.32 * n + 1.1))
     for i, (label, med, lo, hi, factor) in enumerate(ratios):
         y = n - 1 - i
         if factor:
-            ax.fill_betweenx([y - 0.4, y + 0.4], 1 / factor, factor, color="#dbe9d8", lw=0)
+            ax.fill_betweenx(
+                [y - 0.4, y + 0.4], 1 / factor, factor, color="#dbe9d8", lw=0
+            )
         ax.plot([lo, hi], [y, y], color="#555", lw=1.5)
         inside = factor and 1 / factor <= lo and hi <= factor
         ax.plot([med], [y], "o", color="#2e7d32" if inside else "#1f5fa8")
@@ -159,28 +196,40 @@ def ratio_svg(title: str, ratios: list[tuple[str, float, float, float, float]]) 
     ax.xaxis.set_minor_locator(ticker.NullLocator())
     ax.set_ylim(-0.6, n - 0.4)
     ax.set_yticks(range(n))
-    ax.set_yticklabels([r[0] if len(r[0]) <= 48 else r[0][:46] + "…" for r in ratios][::-1],
-                       fontsize=8)
+    ax.set_yticklabels(
+        [r[0] if len(r[0]) <= 48 else r[0][:46] + "…" for r in ratios][::-1], fontsize=8
+    )
     lo = min([r[2] for r in ratios] + [1 / r[4] for r in ratios if r[4]])
     hi = max([r[3] for r in ratios] + [r[4] for r in ratios if r[4]])
     ax.set_xlim(lo / 1.5, hi * 1.5)
     # labelled ticks at round numbers inside the range, at least three of them
-    for subs in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
-        ticks = [m * 10.0**e for e in range(-4, 5) for m in subs
-                 if lo / 1.5 <= m * 10.0**e <= hi * 1.5]
+    for subs in (
+        (1, 2, 5),
+        (1, 1.5, 2, 3, 5, 7),
+        (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9),
+    ):
+        ticks = [
+            m * 10.0**e
+            for e in range(-4, 5)
+            for m in subs
+            if lo / 1.5 <= m * 10.0**e <= hi * 1.5
+        ]
         if len(ticks) >= 3:
             break
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
-    ax.set_xlabel("ours / the paper's number (dot: median seed, bar: seed range, "
-                  "shaded: in-size band)", fontsize=8)
+    ax.set_xlabel(
+        "ours / the paper's number (dot: median seed, bar: seed range, "
+        "shaded: in-size band)",
+        fontsize=8,
+    )
     ax.set_title(title, fontsize=9, loc="left")
     fig.tight_layout()
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
     plt.close(fig)
     svg = buf.getvalue()
-    return svg[svg.index("<svg"):]
+    return svg[svg.index("<svg") :]
 
 
 class _placeholder(nodes.General, nodes.Element):
@@ -222,8 +271,10 @@ def _para(*parts) -> nodes.paragraph:
 
 
 def _verdict_node(verdict: str) -> nodes.inline:
-    return nodes.inline(text=verdict, classes=["revlib-verdict",
-                                               "revlib-verdict-" + verdict.replace(" ", "-")])
+    return nodes.inline(
+        text=verdict,
+        classes=["revlib-verdict", "revlib-verdict-" + verdict.replace(" ", "-")],
+    )
 
 
 def _ours_html(app, here: str, v: dict) -> nodes.raw:
@@ -258,34 +309,69 @@ def _page(app, here: str) -> list[nodes.Node]:
         for k, c in counts.items():
             counts_all[k] = counts_all.get(k, 0) + c
         sec = [nodes.rubric(text=paper["title"])]
-        sec.append(_para(f"{len(views)} results: " + ", ".join(
-            f"{c} {k}" for k, c in counts.items() if c) + "."))
+        sec.append(
+            _para(
+                f"{len(views)} results: "
+                + ", ".join(f"{c} {k}" for k, c in counts.items() if c)
+                + "."
+            )
+        )
         ratios = [r for v in views for r in v["ratios"]]
         if ratios:
-            svg = ratio_svg(f"{paper['title'].split(':')[0]}: ours against the paper's number",
-                            ratios)
-            sec.append(nodes.raw("", f'<div class="revlib-ratio-figure">{svg}</div>',
-                                 format="html"))
+            svg = ratio_svg(
+                f"{paper['title'].split(':')[0]}: ours against the paper's number",
+                ratios,
+            )
+            sec.append(
+                nodes.raw(
+                    "", f'<div class="revlib-ratio-figure">{svg}</div>', format="html"
+                )
+            )
         rows = []
         for v in views:
             row = v["row"]
             result = _para(nodes.strong(text=row["result"]), f" ({row['source']})")
             paper_cell = _para(str(row["paper"]))
             if row.get("paper_scale") and row["paper_scale"] != "unknown":
-                paper_cell += nodes.inline(text=f" ({row['paper_scale']})",
-                                           classes=["revlib-paper-scale"])
+                paper_cell += nodes.inline(
+                    text=f" ({row['paper_scale']})", classes=["revlib-paper-scale"]
+                )
             if v["verdict"] == "not run":
                 ours = _para(nodes.emphasis(text=str(row["not_run"])))
             else:
                 ours = _ours_html(app, here, v)
             gap = row.get("gap", "")
-            rows.append([result, paper_cell, ours, _para(_verdict_node(v["verdict"])),
-                         str(gap or "–")])
-        sec.append(table(["result", "the paper", "ours", "verdict", "what closing the gap "
-                          "would take"], rows, [22, 18, 26, 9, 25], "revlib-reproduced"))
+            rows.append(
+                [
+                    result,
+                    paper_cell,
+                    ours,
+                    _para(_verdict_node(v["verdict"])),
+                    str(gap or "–"),
+                ]
+            )
+        sec.append(
+            table(
+                [
+                    "result",
+                    "the paper",
+                    "ours",
+                    "verdict",
+                    "what closing the gap would take",
+                ],
+                rows,
+                [22, 18, 26, 9, 25],
+                "revlib-reproduced",
+            )
+        )
         sections += sec
-    out.append(_para("Over the four papers: " + ", ".join(
-        f"{c} {k}" for k, c in counts_all.items() if c) + "."))
+    out.append(
+        _para(
+            "Over the four papers: "
+            + ", ".join(f"{c} {k}" for k, c in counts_all.items() if c)
+            + "."
+        )
+    )
     return out + sections
 
 
@@ -299,33 +385,53 @@ def _box(app, here: str, chapter: str) -> list[nodes.Node]:
             v = view(row, ledgers)
             found.append(v["verdict"])
             item = nodes.list_item()
-            item += _para(nodes.strong(text=row["result"]), f" ({row['source']}): ",
-                          _verdict_node(v["verdict"]), f". The paper: {row['paper']}.")
+            item += _para(
+                nodes.strong(text=row["result"]),
+                f" ({row['source']}): ",
+                _verdict_node(v["verdict"]),
+                f". The paper: {row['paper']}.",
+            )
             if v["ours"]:
                 item += _ours_html(app, here, v)
             items.append(item)
     counts = ", ".join(f"{found.count(k)} {k}" for k in ORDER if found.count(k))
-    summary = (f"Against the paper: {counts} (open for each result)" if items else
-               "Against the paper: none of its results is tested in this chapter")
-    out: list[nodes.Node] = [nodes.raw("", '<details class="revlib-reproduced-box"><summary>'
-                                       f"{html.escape(summary)}</summary>", format="html")]
+    summary = (
+        f"Against the paper: {counts} (open for each result)"
+        if items
+        else "Against the paper: none of its results is tested in this chapter"
+    )
+    out: list[nodes.Node] = [
+        nodes.raw(
+            "",
+            '<details class="revlib-reproduced-box"><summary>'
+            f"{html.escape(summary)}</summary>",
+            format="html",
+        )
+    ]
     if items:
         lst = nodes.bullet_list()
         lst += items
         out.append(lst)
     else:
-        out.append(_para("This chapter's claims are the book's own findings and checks."))
+        out.append(
+            _para("This chapter's claims are the book's own findings and checks.")
+        )
     uri = app.builder.get_relative_uri(here, PAGE)
-    out += [_para("All papers: ", nodes.reference("", "What reproduced", refuri=uri), "."),
-            nodes.raw("", "</details>", format="html")]
+    out += [
+        _para("All papers: ", nodes.reference("", "What reproduced", refuri=uri), "."),
+        nodes.raw("", "</details>", format="html"),
+    ]
     return out
 
 
 def fill(app, doctree, docname):
     for node in list(doctree.traverse(_placeholder)):
         try:
-            new = (_page(app, docname) if node["mode"] == "page"
-                   else _box(app, docname, node["chapter"]))
+            new = (
+                _page(app, docname)
+                if node["mode"] == "page"
+                else _box(app, docname, node["chapter"])
+            )
         except ValueError as err:
             from sphinx.util import logging
 

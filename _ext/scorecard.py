@@ -52,8 +52,11 @@ def paper_text(rec: dict) -> str:
         return "–"
     text = f"{rec['source']}: {rec['paper']}"
     if rec.get("paper_value") is not None:
-        text += (f" (the paper's {rec['paper_value']:g}; in size within ×{rec['factor']:g})"
-                 if rec.get("factor") else f" (the paper's {rec['paper_value']:g})")
+        text += (
+            f" (the paper's {rec['paper_value']:g}; in size within ×{rec['factor']:g})"
+            if rec.get("factor")
+            else f" (the paper's {rec['paper_value']:g})"
+        )
     return text
 
 
@@ -62,12 +65,22 @@ def rows_of(ledger: dict) -> list[dict]:
     rows = []
     for rec in ledger["records"]:
         kinds = ledger.get("control_kinds", {})
-        rows.append({"id": rec["id"], "claim": rec["sentence"], "kind": rec["kind"],
-                     "paper": paper_text(rec), "ours": values_text(rec),
-                     "test": test_text(rec), "verdict": verdict_of(rec),
-                     "controls": ", ".join(f"{c} ({kinds.get(c, '?')})"
-                                           for c in rec["controls"]) or "–",
-                     "anchor": rec["cell"]})
+        rows.append(
+            {
+                "id": rec["id"],
+                "claim": rec["sentence"],
+                "kind": rec["kind"],
+                "paper": paper_text(rec),
+                "ours": values_text(rec),
+                "test": test_text(rec),
+                "verdict": verdict_of(rec),
+                "controls": ", ".join(
+                    f"{c} ({kinds.get(c, '?')})" for c in rec["controls"]
+                )
+                or "–",
+                "anchor": rec["cell"],
+            }
+        )
     return rows
 
 
@@ -97,47 +110,105 @@ def _scorecard(app, here: str) -> list[nodes.Node]:
     sections: list[nodes.Node] = []
     for doc, (ledger, source) in all_ledgers(app).items():
         name = doc.split("/", 1)[1]
-        link = nodes.reference("", doc.split("/")[-1] + " notebook",
-                               refuri=builder.get_relative_uri(here, doc))
+        link = nodes.reference(
+            "",
+            doc.split("/")[-1] + " notebook",
+            refuri=builder.get_relative_uri(here, doc),
+        )
         if ledger is None:
-            sections += [nodes.rubric(text=name.replace("_", " ")),
-                         nodes.paragraph("", "", nodes.Text("No ledger stored in "), link,
-                                         nodes.Text("."))]
+            sections += [
+                nodes.rubric(text=name.replace("_", " ")),
+                nodes.paragraph(
+                    "", "", nodes.Text("No ledger stored in "), link, nodes.Text(".")
+                ),
+            ]
             continue
         n_notebooks += 1
         kinds = ledger.get("control_kinds", {})
-        meta = nodes.paragraph("", "", nodes.Text("Checked in the "), link, nodes.Text(
-            f" ({'this build' if source == 'executed' else 'stored outputs'}). Our scale: "
-            f"{ledger['scale'] or 'see the notebook'}; the paper's: {ledger['paper_scale']}. "
-            "Controls: " + ("; ".join(f"{k} ({kinds.get(k, '?')}: {v})"
-                                      for k, v in ledger["controls"].items()) or "none")
-            + "."))
+        meta = nodes.paragraph(
+            "",
+            "",
+            nodes.Text("Checked in the "),
+            link,
+            nodes.Text(
+                f" ({'this build' if source == 'executed' else 'stored outputs'}). Our scale: "
+                f"{ledger['scale'] or 'see the notebook'}; the paper's: {ledger['paper_scale']}. "
+                "Controls: "
+                + (
+                    "; ".join(
+                        f"{k} ({kinds.get(k, '?')}: {v})"
+                        for k, v in ledger["controls"].items()
+                    )
+                    or "none"
+                )
+                + "."
+            ),
+        )
         body = []
         mine: dict[str, int] = {}
         for row, rec in zip(rows_of(ledger), ledger["records"]):
             if claims.is_claim(rec) or rec["kind"] == "identity":
-                key = rec["kind"] + (f": {row['verdict']}" if rec["kind"] == "paper" else "")
+                key = rec["kind"] + (
+                    f": {row['verdict']}" if rec["kind"] == "paper" else ""
+                )
                 if rec["outcome"] == "untested":
                     key = rec["kind"] + ": untested"
                 totals[key] = totals.get(key, 0) + 1
                 mine[key] = mine.get(key, 0) + 1
             check = nodes.paragraph()
-            check += nodes.reference("", "cell", refuri=builder.get_relative_uri(here, doc)
-                                     + "#" + row["anchor"])
-            body.append([row["claim"], row["kind"], row["paper"], row["ours"], row["test"],
-                         row["controls"], row["verdict"], check])
-        container = table(["claim", "kind", "paper", "ours", "test (each seed)",
-                           "controls that break it", "verdict", "check"], body,
-                          [26, 6, 14, 14, 9, 13, 10, 4], "revlib-scorecard")
+            check += nodes.reference(
+                "",
+                "cell",
+                refuri=builder.get_relative_uri(here, doc) + "#" + row["anchor"],
+            )
+            body.append(
+                [
+                    row["claim"],
+                    row["kind"],
+                    row["paper"],
+                    row["ours"],
+                    row["test"],
+                    row["controls"],
+                    row["verdict"],
+                    check,
+                ]
+            )
+        container = table(
+            [
+                "claim",
+                "kind",
+                "paper",
+                "ours",
+                "test (each seed)",
+                "controls that break it",
+                "verdict",
+                "check",
+            ],
+            body,
+            [26, 6, 14, 14, 9, 13, 10, 4],
+            "revlib-scorecard",
+        )
         summary = f"{name.replace('_', ' ')}: " + ", ".join(
-            f"{c} {k}" for k, c in sorted(mine.items()))
-        sections += [nodes.raw("", f"<details class=\"revlib-fold\"><summary>"
-                                   f"{html.escape(summary)}</summary>", format="html"),
-                     meta, container, nodes.raw("", "</details>", format="html")]
-    summary = nodes.paragraph(text=(
-        f"{n_notebooks} notebooks. Claims by kind and verdict: " + ", ".join(
-            f"{c} {k}" for k, c in sorted(totals.items()))
-        + ". Only paper claims have a verdict about a paper (in size, in direction, not "
-        "reproduced); identities are illustrations, never counted as evidence. Each "
-        "chapter's table is folded: open it to see every claim."))
+            f"{c} {k}" for k, c in sorted(mine.items())
+        )
+        sections += [
+            nodes.raw(
+                "",
+                f'<details class="revlib-fold"><summary>'
+                f"{html.escape(summary)}</summary>",
+                format="html",
+            ),
+            meta,
+            container,
+            nodes.raw("", "</details>", format="html"),
+        ]
+    summary = nodes.paragraph(
+        text=(
+            f"{n_notebooks} notebooks. Claims by kind and verdict: "
+            + ", ".join(f"{c} {k}" for k, c in sorted(totals.items()))
+            + ". Only paper claims have a verdict about a paper (in size, in direction, not "
+            "reproduced); identities are illustrations, never counted as evidence. Each "
+            "chapter's table is folded: open it to see every claim."
+        )
+    )
     return [summary] + sections

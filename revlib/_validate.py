@@ -18,10 +18,20 @@ def integer(name: str, value, lo: int | None = None, hi: int | None = None) -> N
         raise ValueError(f"{name} must be an integer{_range(lo, hi)}, got {value!r}")
 
 
-def real(name: str, value, lo: float | None = None, hi: float | None = None,
-         lo_open: bool = False, hi_open: bool = False) -> None:
+def real(
+    name: str,
+    value,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> None:
     """Require a finite real number in the given (closed unless ``*_open``) interval."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
     if ok and lo is not None:
         ok = value > lo if lo_open else value >= lo
     if ok and hi is not None:
@@ -29,7 +39,11 @@ def real(name: str, value, lo: float | None = None, hi: float | None = None,
     if not ok:
         lb = "" if lo is None else ("(" if lo_open else "[") + f"{lo}"
         ub = "" if hi is None else f"{hi}" + (")" if hi_open else "]")
-        where = f" in {lb or '(-inf'}, {ub or 'inf)'}" if (lo is not None or hi is not None) else ""
+        where = (
+            f" in {lb or '(-inf'}, {ub or 'inf)'}"
+            if (lo is not None or hi is not None)
+            else ""
+        )
         raise ValueError(f"{name} must be a finite number{where}, got {value!r}")
 
 
@@ -42,11 +56,14 @@ def boolean(name: str, value) -> None:
 def sequence(name: str, value, lo: int = 0, hi: int | None = None) -> None:
     """Require a tuple or list of ``lo`` to ``hi`` items (items checked apart)."""
     if not isinstance(value, (tuple, list)):
-        raise ValueError(f"{name} must be a tuple{_range(lo, hi, ' items')}, "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{name} must be a tuple{_range(lo, hi, ' items')}, got {value!r}"
+        )
     if len(value) < lo or (hi is not None and len(value) > hi):
-        raise ValueError(f"{name} must be a tuple{_range(lo, hi, ' items')}, "
-                         f"got {len(value)} items: {value!r}")
+        raise ValueError(
+            f"{name} must be a tuple{_range(lo, hi, ' items')}, "
+            f"got {len(value)} items: {value!r}"
+        )
 
 
 def seeds(value) -> list:
@@ -54,14 +71,17 @@ def seeds(value) -> list:
     Each seed's range is checked where it seeds a generator (:func:`revlib.repro.generator`).
     """
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ValueError(f"seeds must be a list of integer seeds such as [0, 1], "
-                         f"got {value!r}")
+        raise ValueError(
+            f"seeds must be a list of integer seeds such as [0, 1], got {value!r}"
+        )
     value = list(value)
     if not value:
         raise ValueError("seeds must name at least one seed, got []")
     for s in value:
         if not isinstance(s, int):
-            raise ValueError(f"each seed must be an integer, got {s!r} in seeds {value!r}")
+            raise ValueError(
+                f"each seed must be an integer, got {s!r} in seeds {value!r}"
+            )
     return value
 
 

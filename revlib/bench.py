@@ -51,8 +51,14 @@ def step_flops(config) -> float:
     return float(counts[1] - counts[0])
 
 
-def jepa_step(n_a: int = 2500, batch_size: int = 1024, steps: int = 20, multiplicity: int = 10,
-              concept_ln: str = "layernorm", top: int = 8) -> dict:
+def jepa_step(
+    n_a: int = 2500,
+    batch_size: int = 1024,
+    steps: int = 20,
+    multiplicity: int = 10,
+    concept_ln: str = "layernorm",
+    top: int = 8,
+) -> dict:
     """Measure one JEPA 1/1 training step at the Part II long runs' size. Returns
     ``ms_per_step``, ``gflop_per_step``, ``gflops`` (the step's rate), ``matmul_gflops``
     and ``fraction_of_matmul``, and ``top``: the operators with the most self CPU time."""
@@ -60,35 +66,52 @@ def jepa_step(n_a: int = 2500, batch_size: int = 1024, steps: int = 20, multipli
 
     if steps < 2:
         raise ValueError(f"steps must be at least 2, got {steps!r}")
-    base = jepa.Config(n_a=n_a, multiplicity=multiplicity, concept_ln=concept_ln,
-                       batch_size=batch_size, n_seeds=1, eval_points=2, n_eval=1, steps=1)
-    _run_seconds(dataclasses.replace(base, steps=2))   # warm the kernels and caches
+    base = jepa.Config(
+        n_a=n_a,
+        multiplicity=multiplicity,
+        concept_ln=concept_ln,
+        batch_size=batch_size,
+        n_seeds=1,
+        eval_points=2,
+        n_eval=1,
+        steps=1,
+    )
+    _run_seconds(dataclasses.replace(base, steps=2))  # warm the kernels and caches
     # the fastest of three of each: a busy machine only ever adds time
     t_short = min(_run_seconds(dataclasses.replace(base, steps=2)) for _ in range(3))
-    t_long = min(_run_seconds(dataclasses.replace(base, steps=2 + steps)) for _ in range(3))
+    t_long = min(
+        _run_seconds(dataclasses.replace(base, steps=2 + steps)) for _ in range(3)
+    )
     ms = max(t_long - t_short, 0.0) / steps * 1e3
     flops = step_flops(base)
     peak = matmul_gflops()
-    out = {"ms_per_step": ms, "gflop_per_step": flops / 1e9,
-           "gflops": flops / (ms / 1e3) / 1e9 if ms > 0 else float("nan"),
-           "matmul_gflops": peak,
-           "threads": torch.get_num_threads()}
+    out = {
+        "ms_per_step": ms,
+        "gflop_per_step": flops / 1e9,
+        "gflops": flops / (ms / 1e3) / 1e9 if ms > 0 else float("nan"),
+        "matmul_gflops": peak,
+        "threads": torch.get_num_threads(),
+    }
     out["fraction_of_matmul"] = out["gflops"] / peak if ms > 0 else float("nan")
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         jepa.run(dataclasses.replace(base, steps=1 + min(steps, 5)))
-    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    rows = sorted(
+        prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True
+    )
     total = sum(e.self_cpu_time_total for e in rows) or 1.0
     out["top"] = [(e.key, e.self_cpu_time_total / total) for e in rows[:top]]
     return out
 
 
 def report(result: dict) -> str:
-    lines = [f"JEPA 1/1 training step ({result['threads']} thread(s)): "
-             f"{result['ms_per_step']:.1f} ms/step, {result['gflop_per_step']:.2f} GFLOP/step, "
-             f"{result['gflops']:.1f} GFLOP/s = {result['fraction_of_matmul']:.0%} of a "
-             f"2048^2 matmul's {result['matmul_gflops']:.1f} GFLOP/s",
-             "self CPU time by operator (share of the profiled run):"]
+    lines = [
+        f"JEPA 1/1 training step ({result['threads']} thread(s)): "
+        f"{result['ms_per_step']:.1f} ms/step, {result['gflop_per_step']:.2f} GFLOP/step, "
+        f"{result['gflops']:.1f} GFLOP/s = {result['fraction_of_matmul']:.0%} of a "
+        f"2048^2 matmul's {result['matmul_gflops']:.1f} GFLOP/s",
+        "self CPU time by operator (share of the profiled run):",
+    ]
     lines += [f"  {share:6.1%}  {name}" for name, share in result["top"]]
     return "\n".join(lines)

@@ -68,7 +68,12 @@ import numpy as np
 from revlib import report
 
 MODES = ("assert", "record")
-KINDS = ("paper", "derivation", "ours", "check")   # claims; records also: identity, precondition
+KINDS = (
+    "paper",
+    "derivation",
+    "ours",
+    "check",
+)  # claims; records also: identity, precondition
 PAPER_VERDICTS = ("in size", "in direction", "not reproduced", "not run")
 # a science control removes the mechanism or gives the answer away; a plumbing control
 # changes what is read, swapped or compared (a stored file, step 0, no training)
@@ -87,7 +92,9 @@ def mode() -> str:
     return value
 
 
-UNMET = "not fitted at this budget"  # why a claim is untested, unless its precondition says
+UNMET = (
+    "not fitted at this budget"  # why a claim is untested, unless its precondition says
+)
 
 
 @dataclass
@@ -95,27 +102,27 @@ class Record:
     """One checked claim, precondition or identity, as stored in the ledger."""
 
     id: str
-    kind: str                 # one of KINDS, "precondition" or "identity"
+    kind: str  # one of KINDS, "precondition" or "identity"
     sentence: str
-    values: list[float]       # one per seed (or a single value)
+    values: list[float]  # one per seed (or a single value)
     above: float | None
     below: float | None
     tol: float
-    margin: float             # > 0: holds; <= 0: fails; nan: untested
-    outcome: str              # "holds", "fails" or "untested"
-    expected: str             # "holds", "fails" (under one of its controls) or "any"
-    paper: str = ""           # what the paper states (paper claims)
-    verdict: str = ""         # verdict_of(): about the paper for paper claims, else the kind
-    source: str = ""          # the paper's theorem, figure or table (paper claims)
-    paper_value: float | None = None   # the paper's number, in the units of values
-    factor: float | None = None        # "in size": every seed within this factor of it
-    contradicts: bool = False          # the claim states that the paper's result fails here
-    ratio: float | None = None         # median of values / paper_value
-    science: bool = False              # one of its controls is a science control
+    margin: float  # > 0: holds; <= 0: fails; nan: untested
+    outcome: str  # "holds", "fails" or "untested"
+    expected: str  # "holds", "fails" (under one of its controls) or "any"
+    paper: str = ""  # what the paper states (paper claims)
+    verdict: str = ""  # verdict_of(): about the paper for paper claims, else the kind
+    source: str = ""  # the paper's theorem, figure or table (paper claims)
+    paper_value: float | None = None  # the paper's number, in the units of values
+    factor: float | None = None  # "in size": every seed within this factor of it
+    contradicts: bool = False  # the claim states that the paper's result fails here
+    ratio: float | None = None  # median of values / paper_value
+    science: bool = False  # one of its controls is a science control
     controls: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
-    cell: str = ""            # HTML anchor of the printed line
-    unmet: str = ""           # why untested (a claim), or the reason a precondition gives
+    cell: str = ""  # HTML anchor of the printed line
+    unmet: str = ""  # why untested (a claim), or the reason a precondition gives
 
 
 def _as_values(values) -> np.ndarray:
@@ -131,7 +138,9 @@ def margin_of(values, above: float | None = None, below: float | None = None) ->
     if above is None and below is None:
         raise ValueError("a test needs a bound: give above=, below= or both")
     if above is not None and below is not None and not above < below:
-        raise ValueError(f"above must be smaller than below, got above={above}, below={below}")
+        raise ValueError(
+            f"above must be smaller than below, got above={above}, below={below}"
+        )
     arr = _as_values(values)
     if np.isnan(arr).any():
         return -math.inf
@@ -174,7 +183,9 @@ def verdict_of(rec) -> str:
     if p is None or f is None:
         return "in direction"
     vals = np.asarray(r["values"], dtype=float)
-    return "in size" if bool(np.all((vals >= p / f) & (vals <= p * f))) else "in direction"
+    return (
+        "in size" if bool(np.all((vals >= p / f) & (vals <= p * f))) else "in direction"
+    )
 
 
 class Ledger:
@@ -192,44 +203,67 @@ class Ledger:
     the ids of claims whose effect a quick-size default run does not show (CI's quick
     runs then prove nothing about their controls; they are checked at full size)."""
 
-    def __init__(self, notebook: str, *, control: str = "none",
-                 controls: dict[str, tuple[str, str]] | None = None, scale: str = "",
-                 paper_scale: str = "unknown", size_knobs: dict[str, float] | None = None,
-                 quick: dict[str, object] | None = None):
+    def __init__(
+        self,
+        notebook: str,
+        *,
+        control: str = "none",
+        controls: dict[str, tuple[str, str]] | None = None,
+        scale: str = "",
+        paper_scale: str = "unknown",
+        size_knobs: dict[str, float] | None = None,
+        quick: dict[str, object] | None = None,
+    ):
         if not re.fullmatch(r"[a-z_]+/[a-z0-9_]+", notebook or ""):
             raise ValueError(f"notebook must look like 'part/name', got {notebook!r}")
         self.controls, self.control_kinds = {}, {}
         for name, spec in (controls or {}).items():
             if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name == "none":
-                raise ValueError(f"control names must be lower_snake_case and not 'none', got {name!r}")
-            if not (isinstance(spec, tuple) and len(spec) == 2 and spec[0] in CONTROL_KINDS):
-                raise ValueError(f"controls[{name!r}] must be (kind, what it changes) with kind "
-                                 f"one of {CONTROL_KINDS}, got {spec!r}")
+                raise ValueError(
+                    f"control names must be lower_snake_case and not 'none', got {name!r}"
+                )
+            if not (
+                isinstance(spec, tuple) and len(spec) == 2 and spec[0] in CONTROL_KINDS
+            ):
+                raise ValueError(
+                    f"controls[{name!r}] must be (kind, what it changes) with kind "
+                    f"one of {CONTROL_KINDS}, got {spec!r}"
+                )
             self.control_kinds[name], self.controls[name] = spec
         if control != "none" and control not in self.controls:
-            raise ValueError(f"CONTROL must be 'none' or one of {sorted(self.controls)}, got {control!r}")
+            raise ValueError(
+                f"CONTROL must be 'none' or one of {sorted(self.controls)}, got {control!r}"
+            )
         self.notebook, self.control = notebook, control
         self.scale, self.paper_scale = scale, paper_scale
         self.size_knobs = dict(size_knobs or {})
         self.quick = dict(quick or {})
         for name, value in self.quick.items():
             if name == FULL_SIZE_ONLY:
-                if not (isinstance(value, (list, tuple)) and all(_ID.fullmatch(str(v))
-                                                                 for v in value)):
-                    raise ValueError(f"quick[{FULL_SIZE_ONLY!r}] must be a list of claim "
-                                     f"ids, got {value!r}")
+                if not (
+                    isinstance(value, (list, tuple))
+                    and all(_ID.fullmatch(str(v)) for v in value)
+                ):
+                    raise ValueError(
+                        f"quick[{FULL_SIZE_ONLY!r}] must be a list of claim "
+                        f"ids, got {value!r}"
+                    )
                 self.quick[name] = list(value)
                 continue
             if isinstance(value, dict) and name not in self.controls:
-                raise ValueError(f"quick[{name!r}] holds a control's values, but {name!r} is "
-                                 f"not one of the controls {sorted(self.controls)}")
+                raise ValueError(
+                    f"quick[{name!r}] holds a control's values, but {name!r} is "
+                    f"not one of the controls {sorted(self.controls)}"
+                )
         self.records: dict[str, Record] = {}
         self.mode = mode()
 
     # -- stating -----------------------------------------------------------------------------
     def _record(self, rec: Record, label: str) -> Record:
         if not _ID.fullmatch(rec.id):
-            raise ValueError(f"claim id must be lower-case letters, digits, '-' or '_', got {rec.id!r}")
+            raise ValueError(
+                f"claim id must be lower-case letters, digits, '-' or '_', got {rec.id!r}"
+            )
         if rec.id in self.records:
             raise ValueError(f"claim id {rec.id!r} is used twice in {self.notebook}")
         rec.cell = f"claim-{self.notebook.split('/')[-1]}-{rec.id}"
@@ -238,16 +272,26 @@ class Ledger:
         return rec
 
     def _line(self, rec: Record, label: str) -> str:
-        values = report.approx(rec.values if len(rec.values) > 1 else rec.values[0], rec.tol)
+        values = report.approx(
+            rec.values if len(rec.values) > 1 else rec.values[0], rec.tol
+        )
         test = _test_text(rec.above, rec.below)
         if rec.outcome == "untested":
-            return f"[{label} {rec.id}] {rec.sentence}: {values}; untested ({rec.unmet})"
-        margin = report.approx(rec.margin, rec.tol) if math.isfinite(rec.margin) else "-inf"
+            return (
+                f"[{label} {rec.id}] {rec.sentence}: {values}; untested ({rec.unmet})"
+            )
+        margin = (
+            report.approx(rec.margin, rec.tol) if math.isfinite(rec.margin) else "-inf"
+        )
         verdict = rec.outcome
         if self.control != "none":
             verdict += f" under control {self.control}" + (
-                " (as it must)" if rec.expected == "fails" and rec.outcome == "fails" else
-                " (THE CONTROL DID NOT BREAK IT)" if rec.expected == "fails" else "")
+                " (as it must)"
+                if rec.expected == "fails" and rec.outcome == "fails"
+                else " (THE CONTROL DID NOT BREAK IT)"
+                if rec.expected == "fails"
+                else ""
+            )
         line = f"[{label} {rec.id}] {rec.sentence}: {values}; test {test}, margin {margin}: {verdict}"
         if rec.kind == "paper" and rec.outcome == "holds" and self.control == "none":
             about = f"{rec.source}: {rec.paper}"
@@ -262,26 +306,39 @@ class Ledger:
     def _show(self, rec: Record, label: str) -> None:
         line = self._line(rec, label)
         import html
-        if not _display({"text/plain": line,
-                         "text/html": f'<pre class="revlib-claim revlib-{rec.outcome}" '
-                                      f'id="{rec.cell}">{html.escape(line)}</pre>'}):
+
+        if not _display(
+            {
+                "text/plain": line,
+                "text/html": f'<pre class="revlib-claim revlib-{rec.outcome}" '
+                f'id="{rec.cell}">{html.escape(line)}</pre>',
+            }
+        ):
             print(line)
 
-    def _judge(self, kind, id, sentence, values, above, below, tol, controls, requires,
-               **about) -> Record:
+    def _judge(
+        self, kind, id, sentence, values, above, below, tol, controls, requires, **about
+    ) -> Record:
         report._parse_tol(tol)
         if isinstance(tol, str):
-            raise ValueError("tol must be an absolute number here (the margin is compared with it)")
+            raise ValueError(
+                "tol must be an absolute number here (the margin is compared with it)"
+            )
         for c in controls:
             if c not in self.controls:
-                raise ValueError(f"claim {id!r} names control {c!r}; declared: {sorted(self.controls)}")
+                raise ValueError(
+                    f"claim {id!r} names control {c!r}; declared: {sorted(self.controls)}"
+                )
         arr = _as_values(values)
         margin = margin_of(arr, above, below)
         unmet = ""
         if requires and not all(self.held(r) for r in requires):
             outcome, margin = "untested", math.nan
-            unmet = "; ".join(f"{r} did not hold: {self.records[r].unmet or UNMET}"
-                              for r in requires if not self.held(r))
+            unmet = "; ".join(
+                f"{r} did not hold: {self.records[r].unmet or UNMET}"
+                for r in requires
+                if not self.held(r)
+            )
         else:
             outcome = "holds" if margin > 0 else "fails"
         if self.control == "none":
@@ -290,21 +347,46 @@ class Ledger:
             expected = "fails"
         else:
             expected = "any"
-        rec = Record(id=id, kind=kind, sentence=sentence, values=[float(v) for v in arr],
-                     above=above, below=below, tol=float(tol), margin=margin, outcome=outcome,
-                     expected=expected, controls=list(controls), requires=list(requires),
-                     unmet=unmet, science=any(self.control_kinds[c] == "science"
-                                              for c in controls), **about)
+        rec = Record(
+            id=id,
+            kind=kind,
+            sentence=sentence,
+            values=[float(v) for v in arr],
+            above=above,
+            below=below,
+            tol=float(tol),
+            margin=margin,
+            outcome=outcome,
+            expected=expected,
+            controls=list(controls),
+            requires=list(requires),
+            unmet=unmet,
+            science=any(self.control_kinds[c] == "science" for c in controls),
+            **about,
+        )
         if rec.paper_value is not None and outcome != "untested":
             rec.ratio = float(np.median(arr) / rec.paper_value)
         rec.verdict = verdict_of(rec)
         return rec
 
-    def check(self, id: str, sentence: str, values, *, kind: str,
-              above: float | None = None, below: float | None = None, tol: float,
-              controls: tuple[str, ...] = (), requires: tuple[str, ...] = (),
-              source: str = "", paper: str = "", paper_value: float | None = None,
-              factor: float | None = None, contradicts: bool = False) -> None:
+    def check(
+        self,
+        id: str,
+        sentence: str,
+        values,
+        *,
+        kind: str,
+        above: float | None = None,
+        below: float | None = None,
+        tol: float,
+        controls: tuple[str, ...] = (),
+        requires: tuple[str, ...] = (),
+        source: str = "",
+        paper: str = "",
+        paper_value: float | None = None,
+        factor: float | None = None,
+        contradicts: bool = False,
+    ) -> None:
         """State a claim: every value must lie above ``above`` and/or below ``below``.
         ``kind``: one of :data:`KINDS` (no default: say what the claim is). A ``"paper"``
         claim names its ``source`` (theorem, figure, table) and says what the paper states
@@ -319,67 +401,118 @@ class Ledger:
         before. The outcome is in ``ledger.records[id]``; nothing is returned, so that a
         claim's cell prints only its line."""
         if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS} (an identity goes through "
-                             f"Ledger.identity), got {kind!r}")
+            raise ValueError(
+                f"kind must be one of {KINDS} (an identity goes through "
+                f"Ledger.identity), got {kind!r}"
+            )
         if not controls:
-            raise ValueError(f"claim {id!r} names no control: an empirical claim needs one under which it fails")
+            raise ValueError(
+                f"claim {id!r} names no control: an empirical claim needs one under which it fails"
+            )
         if kind == "paper":
             if not source or not paper:
-                raise ValueError(f"paper claim {id!r} needs source= (its theorem, figure or "
-                                 "table) and paper= (what the paper states)")
+                raise ValueError(
+                    f"paper claim {id!r} needs source= (its theorem, figure or "
+                    "table) and paper= (what the paper states)"
+                )
             if factor is not None and paper_value is None:
-                raise ValueError(f"paper claim {id!r}: factor needs the paper's number "
-                                 f"(paper_value), got factor={factor!r} alone")
+                raise ValueError(
+                    f"paper claim {id!r}: factor needs the paper's number "
+                    f"(paper_value), got factor={factor!r} alone"
+                )
             if paper_value is not None:
                 if not (math.isfinite(paper_value) and paper_value > 0):
-                    raise ValueError(f"paper_value must be a positive number, got {paper_value!r}")
+                    raise ValueError(
+                        f"paper_value must be a positive number, got {paper_value!r}"
+                    )
                 if factor is not None and not (math.isfinite(factor) and factor > 1):
                     raise ValueError(f"factor must be a number above 1, got {factor!r}")
                 if contradicts:
-                    raise ValueError(f"claim {id!r}: contradicts=True states that the paper's "
-                                     "result fails; it takes no paper_value")
+                    raise ValueError(
+                        f"claim {id!r}: contradicts=True states that the paper's "
+                        "result fails; it takes no paper_value"
+                    )
         elif paper or paper_value is not None or factor is not None or contradicts:
-            raise ValueError(f"claim {id!r} is of kind {kind!r}: paper=, paper_value=, "
-                             "factor= and contradicts= belong to kind='paper' claims")
-        rec = self._record(self._judge(kind, id, sentence, values, above, below, tol,
-                                       controls, requires, source=str(source),
-                                       paper=str(paper),
-                                       paper_value=None if paper_value is None
-                                       else float(paper_value),
-                                       factor=None if factor is None else float(factor),
-                                       contradicts=bool(contradicts)), "claim")
+            raise ValueError(
+                f"claim {id!r} is of kind {kind!r}: paper=, paper_value=, "
+                "factor= and contradicts= belong to kind='paper' claims"
+            )
+        rec = self._record(
+            self._judge(
+                kind,
+                id,
+                sentence,
+                values,
+                above,
+                below,
+                tol,
+                controls,
+                requires,
+                source=str(source),
+                paper=str(paper),
+                paper_value=None if paper_value is None else float(paper_value),
+                factor=None if factor is None else float(factor),
+                contradicts=bool(contradicts),
+            ),
+            "claim",
+        )
         self._enforce(rec)
 
     def held(self, id: str) -> bool:
         """Whether the record ``id`` (a claim, precondition or identity) held; ``requires``
         asks it of each precondition."""
         if id not in self.records:
-            raise ValueError(f"{id!r} is named, but {self.notebook} has not checked yet a "
-                             "record of that id")
+            raise ValueError(
+                f"{id!r} is named, but {self.notebook} has not checked yet a "
+                "record of that id"
+            )
         return self.records[id].outcome == "holds"
 
-    def precondition(self, id: str, sentence: str, values, *, above: float | None = None,
-                     below: float | None = None, tol: float, unmet: str = "") -> bool:
+    def precondition(
+        self,
+        id: str,
+        sentence: str,
+        values,
+        *,
+        above: float | None = None,
+        below: float | None = None,
+        tol: float,
+        unmet: str = "",
+    ) -> bool:
         """A condition the claims after it need (the training facts are fitted). Reported apart
         from them: when it fails, the claims that require it read "untested" with ``unmet`` as
         the reason (default: "not fitted at this budget"; e.g. "the model is not installed");
         it never raises by itself (a stored output that said it held makes nbval catch the
         change)."""
-        judged = self._judge("precondition", id, sentence, values, above, below, tol, (), ())
+        judged = self._judge(
+            "precondition", id, sentence, values, above, below, tol, (), ()
+        )
         judged.unmet = str(unmet)
         rec = self._record(judged, "precondition")
         rec.expected = "any"
         return rec.outcome == "holds"
 
-    def identity(self, id: str, sentence: str, values, *, above: float | None = None,
-                 below: float | None = None, tol: float) -> bool:
+    def identity(
+        self,
+        id: str,
+        sentence: str,
+        values,
+        *,
+        above: float | None = None,
+        below: float | None = None,
+        tol: float,
+    ) -> bool:
         """Something true by construction (a structural zero, a parameter count): shown as an
         illustration and asserted as a sanity check of the code, never counted as evidence."""
-        rec = self._record(self._judge("identity", id, sentence, values, above, below, tol,
-                                       (), ()), "identity")
+        rec = self._record(
+            self._judge("identity", id, sentence, values, above, below, tol, (), ()),
+            "identity",
+        )
         rec.expected = "holds"
         if self.mode == "assert" and rec.outcome != "holds":
-            raise AssertionError(f"identity {id!r} of {self.notebook} does not hold: {rec.values}")
+            raise AssertionError(
+                f"identity {id!r} of {self.notebook} does not hold: {rec.values}"
+            )
         return rec.outcome == "holds"
 
     def _enforce(self, rec: Record) -> None:
@@ -387,21 +520,27 @@ class Ledger:
             return
         if rec.outcome != rec.expected:
             where = "" if self.control == "none" else f" under control {self.control!r}"
-            raise AssertionError(f"claim {rec.id!r} of {self.notebook} {rec.outcome}{where}, "
-                                 f"expected to {rec.expected.rstrip('s')}: values {rec.values}, "
-                                 f"test {_test_text(rec.above, rec.below)}, margin {rec.margin:.4g}")
+            raise AssertionError(
+                f"claim {rec.id!r} of {self.notebook} {rec.outcome}{where}, "
+                f"expected to {rec.expected.rstrip('s')}: values {rec.values}, "
+                f"test {_test_text(rec.above, rec.below)}, margin {rec.margin:.4g}"
+            )
 
-    def glue(self, name: str, value, tol: float | None = None, digits: int | None = None) -> str:
+    def glue(
+        self, name: str, value, tol: float | None = None, digits: int | None = None
+    ) -> str:
         """Glue a number for the chapter's prose (myst-nb ``{glue:text}``), rounded like the
         printed lines: with ``tol``, to one decimal finer than it (nbval compares it within
         ``tol``); without, to ``digits`` decimals (a number that must not move, e.g. read from
         a stored run). Arrays are glued as "a–b" (min to max). Returns the glued text."""
         if tol is None and digits is None:
-            raise ValueError("glue needs tol= (a measured number) or digits= (a fixed one)")
+            raise ValueError(
+                "glue needs tol= (a measured number) or digits= (a fixed one)"
+            )
         if digits is None:
             digits = report._digits_for(float(tol) / 10)
         arr = _as_values(value)
-        fmt = (lambda v: f"{v:.{digits}f}")
+        fmt = lambda v: f"{v:.{digits}f}"
         text = fmt(arr[0]) if arr.size == 1 else f"{fmt(arr.min())}–{fmt(arr.max())}"
         key = f"{self.notebook.split('/')[-1]}.{name}"
         # hidden in the page as myst-nb's glue(display=False) is; pasted by {glue:text}
@@ -414,11 +553,17 @@ class Ledger:
 
     # -- the ledger ---------------------------------------------------------------------------
     def as_dict(self) -> dict:
-        return {"notebook": self.notebook, "control": self.control, "controls": self.controls,
-                "control_kinds": self.control_kinds,
-                "scale": self.scale, "paper_scale": self.paper_scale,
-                "size_knobs": self.size_knobs, "quick": self.quick,
-                "records": [asdict(r) for r in self.records.values()]}
+        return {
+            "notebook": self.notebook,
+            "control": self.control,
+            "controls": self.controls,
+            "control_kinds": self.control_kinds,
+            "scale": self.scale,
+            "paper_scale": self.paper_scale,
+            "size_knobs": self.size_knobs,
+            "quick": self.quick,
+            "records": [asdict(r) for r in self.records.values()],
+        }
 
     def problems(self) -> list[str]:
         """Required outcomes that did not happen (empty when the run is as it must be)."""
@@ -431,13 +576,19 @@ class Ledger:
     def summary(self) -> None:
         """Print the ledger (one line per record) and store it in the notebook; with
         ``REVLIB_LEDGER`` set, also write it there as JSON (atomically)."""
-        counts = {k: sum(r.outcome == k for r in self.records.values() if is_claim(r))
-                  for k in ("holds", "fails", "untested")}
+        counts = {
+            k: sum(r.outcome == k for r in self.records.values() if is_claim(r))
+            for k in ("holds", "fails", "untested")
+        }
         n_id = sum(r.kind == "identity" for r in self.records.values())
-        head = (f"ledger {self.notebook} (control: {self.control}): {len(self.records)} records; "
-                f"claims {counts['holds']} held, {counts['fails']} failed, "
-                f"{counts['untested']} untested; {n_id} identities (illustrations, not evidence)")
-        lines = [head] + [f"  {r.kind:12s} {r.id:28s} {r.outcome}" for r in self.records.values()]
+        head = (
+            f"ledger {self.notebook} (control: {self.control}): {len(self.records)} records; "
+            f"claims {counts['holds']} held, {counts['fails']} failed, "
+            f"{counts['untested']} untested; {n_id} identities (illustrations, not evidence)"
+        )
+        lines = [head] + [
+            f"  {r.kind:12s} {r.id:28s} {r.outcome}" for r in self.records.values()
+        ]
         text = "\n".join(lines)
         data = self.as_dict()
         if not _display({"text/plain": text}, {"revlib_ledger": data}):
@@ -474,7 +625,11 @@ def write_json(path: Path, data) -> None:
 
 def ledger_of(notebook: dict | str | Path) -> dict | None:
     """The ledger stored in an executed notebook (a path or its JSON), or ``None``."""
-    nb = json.loads(Path(notebook).read_text()) if isinstance(notebook, (str, Path)) else notebook
+    nb = (
+        json.loads(Path(notebook).read_text())
+        if isinstance(notebook, (str, Path))
+        else notebook
+    )
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []):
             meta = out.get("metadata") or {}

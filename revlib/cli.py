@@ -43,8 +43,9 @@ def parse_assignment(name: str, text: str, grid: bool = False) -> tuple[str, lis
         raise ValueError(f"expected field=value, got {text!r}")
     known = sweeps.config_fields(name)
     if key not in known:
-        raise ValueError(f"unknown field {key!r} for experiment {name!r}; fields: "
-                         f"{', '.join(known)}")
+        raise ValueError(
+            f"unknown field {key!r} for experiment {name!r}; fields: {', '.join(known)}"
+        )
     try:
         parts = _split(raw) if grid else [raw]
         if grid and not parts:
@@ -135,8 +136,8 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m revlib",
         description="Run the book's experiments one config at a time (run), as grids of "
-                    "configs and seeds that resume when cut off (sweep), time a training "
-                    "step (bench), or regenerate one figure (figure)."
+        "configs and seeds that resume when cut off (sweep), time a training "
+        "step (bench), or regenerate one figure (figure).",
     )
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -146,8 +147,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "experiment", help="a module of revlib.experiments (or a dotted module path)"
     )
-    run.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                     help="a Config field (repeatable); tuples as a,b")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a Config field (repeatable); tuples as a,b",
+    )
     run.add_argument("--out", default="-", help="JSON file to write (default: stdout)")
     run.add_argument(
         "--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)"
@@ -159,15 +165,34 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument(
         "experiment", help="a module of revlib.experiments (or a dotted module path)"
     )
-    sw.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2",
-                    help="values of a Config field (repeatable; the product is swept); "
-                         "tuple values in brackets: ff=(mlp,mlp),(mlp,linear)")
-    sw.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="a Config field fixed for every run (repeatable)")
-    sw.add_argument("--seeds", type=int, default=1, metavar="N",
-                    help="run every point with seeds 0..N-1 (default: 1)")
-    sw.add_argument("--out", required=True, metavar="DIR",
-                    help="folder of records; runs whose record is there are skipped")
+    sw.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="FIELD=V1,V2",
+        help="values of a Config field (repeatable; the product is swept); "
+        "tuple values in brackets: ff=(mlp,mlp),(mlp,linear)",
+    )
+    sw.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a Config field fixed for every run (repeatable)",
+    )
+    sw.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every point with seeds 0..N-1 (default: 1)",
+    )
+    sw.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="folder of records; runs whose record is there are skipped",
+    )
     where = sw.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -176,8 +201,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="K",
         help="single-threaded worker processes of a local Dask cluster (default: 1)",
     )
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="address of a running Dask scheduler (e.g. tcp://host:8786)")
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="address of a running Dask scheduler (e.g. tcp://host:8786)",
+    )
     sw.add_argument(
         "--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)"
     )
@@ -186,7 +214,9 @@ def _parser() -> argparse.ArgumentParser:
     bn = sub.add_parser(
         "bench", help="time one JEPA training step and compare it with a matmul's rate"
     )
-    bn.add_argument("--n-a", type=int, default=2500, help="entities |E_A| (default 2500)")
+    bn.add_argument(
+        "--n-a", type=int, default=2500, help="entities |E_A| (default 2500)"
+    )
     bn.add_argument("--batch-size", type=int, default=1024, help="batch (default 1024)")
     bn.add_argument("--steps", type=int, default=20, help="steps timed (default 20)")
     bn.add_argument("--threads", type=int, default=None, help="torch threads")
@@ -203,8 +233,13 @@ def _parser() -> argparse.ArgumentParser:
     fg.add_argument(
         "--out", metavar="DIR", help="folder to write to (default: figures/)"
     )
-    fg.add_argument("--timeout", type=int, default=3600, metavar="S",
-                    help="seconds one cell may run (default: 3600)")
+    fg.add_argument(
+        "--timeout",
+        type=int,
+        default=3600,
+        metavar="S",
+        help="seconds one cell may run (default: 3600)",
+    )
     return ap
 
 
@@ -217,8 +252,10 @@ def _figure(args) -> int:
                 print(f"{label}\t{src.notebook.relative_to(figures.book_root())}")
             return 0
         if not args.label:
-            raise figures.UnknownFigure("give a figure label; known figures: "
-                                        + ", ".join(figures.known_figures()))
+            raise figures.UnknownFigure(
+                "give a figure label; known figures: "
+                + ", ".join(figures.known_figures())
+            )
         figures.find(args.label)
     except ValueError as err:
         print(f"revlib figure: error: {err}", file=sys.stderr)
@@ -246,9 +283,10 @@ def main(argv: list[str] | None = None) -> int:
         from revlib import bench, repro  # noqa: PLC0415
 
         try:
-            repro.setup(0, threads=args.threads)   # deterministic, 1 thread by default
-            result = bench.jepa_step(n_a=args.n_a, batch_size=args.batch_size,
-                                     steps=args.steps)
+            repro.setup(0, threads=args.threads)  # deterministic, 1 thread by default
+            result = bench.jepa_step(
+                n_a=args.n_a, batch_size=args.batch_size, steps=args.steps
+            )
         except ValueError as err:
             print(f"revlib bench: error: {err}", file=sys.stderr)
             return 2

@@ -16,8 +16,18 @@ from revlib import _validate, repro
 from revlib.train import TrainConfig
 
 # The Config fields that :class:`revlib.train.TrainConfig` takes under the same names.
-TRAIN_FIELDS = ("steps", "lr", "optimizer", "batch_size", "momentum", "weight_decay",
-                "betas", "eval_points", "eval_spacing", "warmup_steps")
+TRAIN_FIELDS = (
+    "steps",
+    "lr",
+    "optimizer",
+    "batch_size",
+    "momentum",
+    "weight_decay",
+    "betas",
+    "eval_points",
+    "eval_spacing",
+    "warmup_steps",
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +50,7 @@ class ExperimentConfig:
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, self.MAX_SEEDS)
         if self.OPTIMIZER is not None or hasattr(self, "optimizer"):
-            self.train_config()   # steps, lr, batch_size, ... checked under their names
+            self.train_config()  # steps, lr, batch_size, ... checked under their names
 
     @property
     def seeds(self) -> list[int]:
@@ -54,7 +64,9 @@ class ExperimentConfig:
         kw = {name: getattr(self, name) for name in TRAIN_FIELDS if hasattr(self, name)}
         if "optimizer" not in kw:
             if self.OPTIMIZER is None:
-                raise ValueError(f"{type(self).__qualname__} has no optimiser: it "
-                                 "does not train with revlib.train")
+                raise ValueError(
+                    f"{type(self).__qualname__} has no optimiser: it "
+                    "does not train with revlib.train"
+                )
             kw["optimizer"] = self.OPTIMIZER
         return TrainConfig(**kw)

@@ -19,12 +19,29 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 # The factory functions that take ``device=`` and would otherwise allocate on the CPU.
-_CONSTRUCTORS = frozenset({
-    torch.empty, torch.empty_strided, torch.zeros, torch.ones, torch.full, torch.arange,
-    torch.eye, torch.linspace, torch.logspace, torch.rand, torch.randn, torch.randint,
-    torch.randperm, torch.tensor, torch.as_tensor, torch.asarray, torch.scalar_tensor,
-    torch.tril_indices, torch.triu_indices,
-})
+_CONSTRUCTORS = frozenset(
+    {
+        torch.empty,
+        torch.empty_strided,
+        torch.zeros,
+        torch.ones,
+        torch.full,
+        torch.arange,
+        torch.eye,
+        torch.linspace,
+        torch.logspace,
+        torch.rand,
+        torch.randn,
+        torch.randint,
+        torch.randperm,
+        torch.tensor,
+        torch.as_tensor,
+        torch.asarray,
+        torch.scalar_tensor,
+        torch.tril_indices,
+        torch.triu_indices,
+    }
+)
 
 
 def resolve(device: str, here: bool = True) -> torch.device:
@@ -39,12 +56,16 @@ def resolve(device: str, here: bool = True) -> torch.device:
     dev = torch.device(device)
     if dev.type == "cuda" and here:
         if not torch.cuda.is_available():
-            raise ValueError(f"device must be 'cpu' on this machine (CUDA is not available), "
-                             f"got {device!r}")
+            raise ValueError(
+                f"device must be 'cpu' on this machine (CUDA is not available), "
+                f"got {device!r}"
+            )
         n = torch.cuda.device_count()
         if dev.index is not None and dev.index >= n:
-            raise ValueError(f"device must be 'cuda:N' with N in [0, {n - 1}] on this machine, "
-                             f"got {device!r}")
+            raise ValueError(
+                f"device must be 'cuda:N' with N in [0, {n - 1}] on this machine, "
+                f"got {device!r}"
+            )
     return dev
 
 
@@ -76,14 +97,24 @@ class _OnDevice(TorchFunctionMode):
         if name not in _NO_MOVE:
             tensors = [t for t in _tensors((args, kwargs)) if t.dim() > 0]
             if any(t.device.type == "cpu" for t in tensors) and any(
-                    t.device.type != "cpu" for t in tensors):
-                in_place = name == "__setitem__" or (name.endswith("_") and not name.endswith("__"))
-                if in_place and isinstance(args[0], torch.Tensor) and args[0].device.type == "cpu":
+                t.device.type != "cpu" for t in tensors
+            ):
+                in_place = name == "__setitem__" or (
+                    name.endswith("_") and not name.endswith("__")
+                )
+                if (
+                    in_place
+                    and isinstance(args[0], torch.Tensor)
+                    and args[0].device.type == "cpu"
+                ):
                     target, head = torch.device("cpu"), args[:1]
                     args, kwargs = _moved(args[1:], target), _moved(kwargs, target)
                     args = head + args
                 else:
-                    args, kwargs = _moved(args, self.device), _moved(kwargs, self.device)
+                    args, kwargs = (
+                        _moved(args, self.device),
+                        _moved(kwargs, self.device),
+                    )
         return func(*args, **kwargs)
 
 
@@ -126,4 +157,3 @@ def use(device: str | torch.device):
         return
     with _OnDevice(dev):
         yield dev
-

@@ -31,9 +31,9 @@ class UnknownFigure(ValueError):
 @dataclass(frozen=True)
 class FigureSource:
     label: str
-    notebook: Path      # the .ipynb that draws it
-    cell: int           # index of the figure's cell in the notebook's cell list
-    code_cells: int     # code cells that run, the figure's cell included
+    notebook: Path  # the .ipynb that draws it
+    cell: int  # index of the figure's cell in the notebook's cell list
+    code_cells: int  # code cells that run, the figure's cell included
 
 
 def book_root(start: Path | None = None) -> Path:
@@ -71,8 +71,10 @@ def known_figures(root: Path | None = None) -> dict[str, FigureSource]:
             if label is None:
                 continue
             if label in found:
-                raise ValueError(f"figure {label} is drawn twice: by {found[label].notebook} "
-                                 f"and {path}")
+                raise ValueError(
+                    f"figure {label} is drawn twice: by {found[label].notebook} "
+                    f"and {path}"
+                )
             found[label] = FigureSource(label, path, i, n_code)
     return dict(sorted(found.items()))
 
@@ -82,7 +84,9 @@ def find(label: str, root: Path | None = None) -> FigureSource:
     figures = known_figures(root)
     if label not in figures:
         known = ", ".join(figures) or "(none: no notebooks found)"
-        raise UnknownFigure(f"no notebook draws a figure named {label!r}; known figures: {known}")
+        raise UnknownFigure(
+            f"no notebook draws a figure named {label!r}; known figures: {known}"
+        )
     return figures[label]
 
 
@@ -98,8 +102,13 @@ def notebook_up_to(source: FigureSource):
     return nb
 
 
-def regenerate(label: str, out: Path | None = None, root: Path | None = None,
-               timeout: int = 3600, log=sys.stderr) -> list[Path]:
+def regenerate(
+    label: str,
+    out: Path | None = None,
+    root: Path | None = None,
+    timeout: int = 3600,
+    log=sys.stderr,
+) -> list[Path]:
     """Run the notebook of ``label`` up to its figure and return the files it wrote."""
     from nbclient import NotebookClient  # noqa: PLC0415
 
@@ -109,14 +118,23 @@ def regenerate(label: str, out: Path | None = None, root: Path | None = None,
     out.mkdir(parents=True, exist_ok=True)
     nb = notebook_up_to(source)
     rel = source.notebook.relative_to(root)
-    print(f"revlib figure: running {rel}, code cells 1-{source.code_cells}, "
-          f"writing {out}/{label}.{{{','.join(FORMATS)}}}", file=log)
+    print(
+        f"revlib figure: running {rel}, code cells 1-{source.code_cells}, "
+        f"writing {out}/{label}.{{{','.join(FORMATS)}}}",
+        file=log,
+    )
     start = time.time()
     old = os.environ.get("REVLIB_FIGURES_DIR")
-    os.environ["REVLIB_FIGURES_DIR"] = str(out)   # the kernel inherits this process's environment
+    os.environ["REVLIB_FIGURES_DIR"] = str(
+        out
+    )  # the kernel inherits this process's environment
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(source.notebook.parent)}}).execute()
+        NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(source.notebook.parent)}},
+        ).execute()
     finally:
         if old is None:
             os.environ.pop("REVLIB_FIGURES_DIR", None)
@@ -125,8 +143,13 @@ def regenerate(label: str, out: Path | None = None, root: Path | None = None,
     written = [out / f"{label}.{fmt}" for fmt in FORMATS]
     stale = [p.name for p in written if not p.exists() or p.stat().st_mtime < start - 1]
     if stale:
-        raise RuntimeError(f"{rel} ran up to the cell of {label} but did not write "
-                           f"{', '.join(stale)} (does the cell call plot.savefig(fig, {label!r})?)")
-    print(f"revlib figure: wrote {', '.join(p.name for p in written)} in "
-          f"{time.time() - start:.0f} s", file=log)
+        raise RuntimeError(
+            f"{rel} ran up to the cell of {label} but did not write "
+            f"{', '.join(stale)} (does the cell call plot.savefig(fig, {label!r})?)"
+        )
+    print(
+        f"revlib figure: wrote {', '.join(p.name for p in written)} in "
+        f"{time.time() - start:.0f} s",
+        file=log,
+    )
     return written

@@ -10,8 +10,9 @@ from __future__ import annotations
 import torch
 
 
-def masked_mean(values: torch.Tensor, mask: torch.Tensor,
-                dim: int | tuple[int, ...] = (1, 2)) -> torch.Tensor:
+def masked_mean(
+    values: torch.Tensor, mask: torch.Tensor, dim: int | tuple[int, ...] = (1, 2)
+) -> torch.Tensor:
     """Mean of ``values`` over ``dim`` where ``mask`` is true (weighted by ``mask`` when
     it holds numbers), e.g. ``[S, B, T]`` -> ``[S]``; 0 where the mask is empty.
     ``mask`` broadcasts against ``values``."""

@@ -22,7 +22,9 @@ def _text_fields(output) -> list[tuple[str, dict, str]]:
     data = output.get("data")
     if not isinstance(data, dict):
         return []
-    return [(k, data, k) for k in data if k.startswith(("text/", GLUE_PREFIX + "text/"))]
+    return [
+        (k, data, k) for k in data if k.startswith(("text/", GLUE_PREFIX + "text/"))
+    ]
 
 
 def _with_tol(text: str, output) -> str:
@@ -52,15 +54,19 @@ def _install() -> None:
                 seen[key] = k + 1
                 if k < len(ref_by_key.get(key, [])):
                     stored, ref_out = ref_by_key[key][k]
-                    problems = report.compare(self.sanitize(_with_tol(stored, ref_out)),
-                                              self.sanitize(_with_tol(box[field], ref_out)))
+                    problems = report.compare(
+                        self.sanitize(_with_tol(stored, ref_out)),
+                        self.sanitize(_with_tol(box[field], ref_out)),
+                    )
                     if not problems:
                         box[field] = stored
                     else:
                         reasons += [f"{key}: {p}" for p in problems]
         ok = original(self, test, ref, skip_compare)
         if not ok and reasons:
-            self.comparison_traceback.append("revlib tolerance check:\n  " + "\n  ".join(reasons))
+            self.comparison_traceback.append(
+                "revlib tolerance check:\n  " + "\n  ".join(reasons)
+            )
         return ok
 
     compare_outputs._revlib = True
@@ -68,5 +74,7 @@ def _install() -> None:
 
 
 def pytest_configure(config):
-    if getattr(config.option, "nbval", False) or getattr(config.option, "nbval_lax", False):
+    if getattr(config.option, "nbval", False) or getattr(
+        config.option, "nbval_lax", False
+    ):
         _install()

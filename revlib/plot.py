@@ -20,23 +20,27 @@ import numpy as np
 import seaborn as sns
 
 FORMATS = ("pdf", "svg", "png")
-_METADATA = {"pdf": {"CreationDate": None, "Producer": None, "Creator": None},
-             "svg": {"Date": None, "Creator": None},
-             "png": {"Software": None}}
+_METADATA = {
+    "pdf": {"CreationDate": None, "Producer": None, "Creator": None},
+    "svg": {"Date": None, "Creator": None},
+    "png": {"Software": None},
+}
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 def set_theme() -> None:
     """The book's seaborn theme; also fixes the SVG hash salt so SVG files are stable."""
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
-    mpl.rcParams.update({
-        "svg.hashsalt": "revlib",
-        "figure.dpi": 100,
-        "savefig.dpi": 150,
-        "savefig.bbox": "tight",
-        "figure.constrained_layout.use": True,
-        "axes.titlesize": "medium",
-    })
+    mpl.rcParams.update(
+        {
+            "svg.hashsalt": "revlib",
+            "figure.dpi": 100,
+            "savefig.dpi": 150,
+            "savefig.bbox": "tight",
+            "figure.constrained_layout.use": True,
+            "axes.titlesize": "medium",
+        }
+    )
 
 
 def figures_dir() -> Path:
@@ -45,10 +49,14 @@ def figures_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parent.parent / "figures"
 
 
-def savefig(fig: plt.Figure, label: str, directory: str | Path | None = None) -> list[Path]:
+def savefig(
+    fig: plt.Figure, label: str, directory: str | Path | None = None
+) -> list[Path]:
     """Write ``fig`` as ``<label>.pdf/.svg/.png``; returns the paths written."""
     if not isinstance(label, str) or not _LABEL.match(label):
-        raise ValueError(f"label must be lower-case letters, digits and '-', got {label!r}")
+        raise ValueError(
+            f"label must be lower-case letters, digits and '-', got {label!r}"
+        )
     out = Path(directory) if directory is not None else figures_dir()
     out.mkdir(parents=True, exist_ok=True)
     written, tmps = [], []
@@ -58,7 +66,9 @@ def savefig(fig: plt.Figure, label: str, directory: str | Path | None = None) ->
             os.close(fd)
             tmps.append(tmp)
             fig.savefig(tmp, format=fmt, metadata=_METADATA[fmt])
-            os.chmod(tmp, 0o644)  # mkstemp creates 0600; figures are for everyone to read
+            os.chmod(
+                tmp, 0o644
+            )  # mkstemp creates 0600; figures are for everyone to read
         for fmt, tmp in zip(FORMATS, tmps):
             path = out / f"{label}.{fmt}"
             os.replace(tmp, path)
@@ -70,24 +80,52 @@ def savefig(fig: plt.Figure, label: str, directory: str | Path | None = None) ->
     return written
 
 
-def seed_band(ax: plt.Axes, x: np.ndarray, values: np.ndarray, label: str | None = None,
-              color=None, **line_kw) -> None:
+def seed_band(
+    ax: plt.Axes,
+    x: np.ndarray,
+    values: np.ndarray,
+    label: str | None = None,
+    color=None,
+    **line_kw,
+) -> None:
     """Median over seeds as a line, min-max over seeds as a band. ``values`` is ``[E, S]``."""
     values = np.asarray(values)
     (line,) = ax.plot(x, np.median(values, axis=1), label=label, color=color, **line_kw)
-    ax.fill_between(x, values.min(axis=1), values.max(axis=1), color=line.get_color(),
-                    alpha=0.25, linewidth=0)
+    ax.fill_between(
+        x,
+        values.min(axis=1),
+        values.max(axis=1),
+        color=line.get_color(),
+        alpha=0.25,
+        linewidth=0,
+    )
 
 
-def heatmap(ax: plt.Axes, matrix: np.ndarray, title: str, xlabel: str = "", ylabel: str = "",
-            center: float | None = None, **kw) -> None:
+def heatmap(
+    ax: plt.Axes,
+    matrix: np.ndarray,
+    title: str,
+    xlabel: str = "",
+    ylabel: str = "",
+    center: float | None = None,
+    **kw,
+) -> None:
     """A labelled seaborn heatmap without tick clutter.
 
     The cells are rasterised inside the vector files (axes and text stay vector): a
     300 x 300 heatmap drawn as vector rectangles makes a 10 MB SVG.
     """
-    sns.heatmap(np.asarray(matrix), ax=ax, cmap=kw.pop("cmap", "mako"), center=center,
-                xticklabels=False, yticklabels=False, square=True, rasterized=True, **kw)
+    sns.heatmap(
+        np.asarray(matrix),
+        ax=ax,
+        cmap=kw.pop("cmap", "mako"),
+        center=center,
+        xticklabels=False,
+        yticklabels=False,
+        square=True,
+        rasterized=True,
+        **kw,
+    )
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

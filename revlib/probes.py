@@ -21,8 +21,11 @@ def thin_svd(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Te
     return u, s, vh
 
 
-def truncate(weight: torch.Tensor, rank: int,
-             svd: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+def truncate(
+    weight: torch.Tensor,
+    rank: int,
+    svd: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
     """Best rank-``rank`` approximation of ``weight`` ``[..., m, n]`` (batched over leading
     axes, e.g. the seed axis): keep the ``rank`` largest singular values. ``rank = 0`` gives
     zeros (the layer is removed); ``rank >= min(m, n)`` returns the matrix unchanged.
@@ -46,8 +49,11 @@ def rank_of_fraction(weight: torch.Tensor, fraction: float) -> int:
 
 
 @contextlib.contextmanager
-def truncated(param: torch.nn.Parameter, rank: int,
-              svd: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None):
+def truncated(
+    param: torch.nn.Parameter,
+    rank: int,
+    svd: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+):
     """Temporarily replace ``param`` by :func:`truncate` ``(param, rank, svd)``; restored
     exactly on exit."""
     saved = param.detach().clone()
@@ -60,7 +66,9 @@ def truncated(param: torch.nn.Parameter, rank: int,
             param.copy_(saved)
 
 
-def attention_mass(att: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+def attention_mass(
+    att: torch.Tensor, query: torch.Tensor, key: torch.Tensor
+) -> torch.Tensor:
     """Mean attention mass that query positions put on key positions, per seed.
 
     ``att`` ``[S, B, H, T, T]`` (rows: queries), ``query`` ``[S, B, T]`` bool (which rows to

@@ -73,23 +73,39 @@ def git_state() -> tuple[str | None, bool | None]:
     root = Path(__file__).resolve().parent.parent
 
     def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
-                              text=True, check=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
 
     try:
         # An installed (non-editable) revlib may sit inside some other repository.
         if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
             return None, None
-        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain",
-                                                  "--untracked-files=no"))
+        return git("rev-parse", "HEAD"), bool(
+            git("status", "--porcelain", "--untracked-files=no")
+        )
     except (OSError, subprocess.SubprocessError):
         return None, None
 
 
-def make(experiment: str, config, *, seeds=None, metrics=None, histories=None,
-         extras=None, device: str = "cpu", seconds: float | None = None,
-         cpu_seconds: float | None = None,
-         git: tuple[str | None, bool | None] | None = None, **more) -> dict:
+def make(
+    experiment: str,
+    config,
+    *,
+    seeds=None,
+    metrics=None,
+    histories=None,
+    extras=None,
+    device: str = "cpu",
+    seconds: float | None = None,
+    cpu_seconds: float | None = None,
+    git: tuple[str | None, bool | None] | None = None,
+    **more,
+) -> dict:
     """A record (module docstring) of experiment ``experiment`` run with ``config`` (a
     dataclass or its fields), with the provenance of this process: revlib and torch
     versions, ``git`` (default :func:`git_state`), the CPU's kernel level. ``more``:
@@ -105,15 +121,22 @@ def make(experiment: str, config, *, seeds=None, metrics=None, histories=None,
     if not isinstance(config, Mapping):
         raise ValueError(f"config must be a dataclass or a mapping, got {type(config)}")
     git_hash, dirty = git_state() if git is None else git
-    rec = {"experiment": experiment, "config": plain(dict(config)),
-           "seeds": None if seeds is None else [int(s) for s in seeds],
-           "device": str(device),
-           "metrics": dict(metrics or {}), "histories": dict(histories or {}),
-           "extras": dict(extras or {}), "revlib_version": __version__,
-           "torch_version": torch.__version__, "git": git_hash, "git_dirty": dirty,
-           "seconds": None if seconds is None else round(seconds, 3),
-           "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3),
-           "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    rec = {
+        "experiment": experiment,
+        "config": plain(dict(config)),
+        "seeds": None if seeds is None else [int(s) for s in seeds],
+        "device": str(device),
+        "metrics": dict(metrics or {}),
+        "histories": dict(histories or {}),
+        "extras": dict(extras or {}),
+        "revlib_version": __version__,
+        "torch_version": torch.__version__,
+        "git": git_hash,
+        "git_dirty": dirty,
+        "seconds": None if seconds is None else round(seconds, 3),
+        "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
     rec.update(plain(more))
     return rec
 
@@ -136,11 +159,20 @@ def from_result(experiment: str, config, result, **provenance) -> dict:
         prefix = _prefix(path)
         for key, values in hist.values.items():
             metrics[prefix + key] = floats(np.asarray(values)[-1])
-        curves[path] = {"steps": np.asarray(hist.steps).tolist(), "lr": float(hist.lr),
-                        "curves": {k: floats(np.asarray(v).T)
-                                   for k, v in hist.values.items()}}
-    return make(experiment, config, seeds=seeds_of(config), metrics=metrics,
-                histories=curves, extras=extras(result), **provenance)
+        curves[path] = {
+            "steps": np.asarray(hist.steps).tolist(),
+            "lr": float(hist.lr),
+            "curves": {k: floats(np.asarray(v).T) for k, v in hist.values.items()},
+        }
+    return make(
+        experiment,
+        config,
+        seeds=seeds_of(config),
+        metrics=metrics,
+        histories=curves,
+        extras=extras(result),
+        **provenance,
+    )
 
 
 def _prefix(path: str) -> str:
@@ -192,7 +224,7 @@ def extras(result) -> dict:
     return out
 
 
-_SKIP = object()   # "not plain data" (None is taken: it is how NaN is written)
+_SKIP = object()  # "not plain data" (None is taken: it is how NaN is written)
 
 
 def _data(value, depth: int = 0):
@@ -209,8 +241,11 @@ def _data(value, depth: int = 0):
         if not ok:
             return _SKIP
         return value.tolist() if value.dtype.kind in "biu" else floats(value)
-    if (depth >= 3 or not isinstance(value, (Mapping, list, tuple))
-            or len(value) > MAX_EXTRA):
+    if (
+        depth >= 3
+        or not isinstance(value, (Mapping, list, tuple))
+        or len(value) > MAX_EXTRA
+    ):
         return _SKIP
     if isinstance(value, Mapping):
         items = {str(k): _data(v, depth + 1) for k, v in value.items()}
@@ -256,7 +291,8 @@ def read(path: str | os.PathLike) -> list[dict]:
     for rec in recs:
         if not isinstance(rec, dict) or not _REQUIRED <= rec.keys():
             raise ValueError(
-                f"{path} is not a revlib record (no experiment, config, metrics)")
+                f"{path} is not a revlib record (no experiment, config, metrics)"
+            )
     return recs
 
 
@@ -294,10 +330,14 @@ def _rows(rec: dict, file: str, curves: bool) -> list[dict]:
         row = {"experiment": rec["experiment"]}
         row.update({k: _tuples(v) for k, v in rec["config"].items()})
         row["seed"] = seed
-        meta = dict(version=rec.get("revlib_version"), git=rec.get("git"),
-                    seconds=rec.get("seconds"),
-                    cpu_seconds=rec.get("cpu_seconds", np.nan),
-                    device=rec.get("device"), file=file)
+        meta = dict(
+            version=rec.get("revlib_version"),
+            git=rec.get("git"),
+            seconds=rec.get("seconds"),
+            cpu_seconds=rec.get("cpu_seconds", np.nan),
+            device=rec.get("device"),
+            file=file,
+        )
         for key, values in rec["metrics"].items():
             # a metric named like a config field or a meta column keeps both apart
             col = f"metric.{key}" if key in row or key in meta else key
@@ -310,7 +350,8 @@ def _rows(rec: dict, file: str, curves: bool) -> list[dict]:
                 row[f"curve.{prefix}steps"] = np.asarray(hist["steps"])
                 for key, per_seed in hist["curves"].items():
                     row[f"curve.{prefix}{key}"] = np.array(
-                        [np.nan if v is None else v for v in per_seed[i]], dtype=float)
+                        [np.nan if v is None else v for v in per_seed[i]], dtype=float
+                    )
         rows.append(row)
     return rows
 
@@ -328,11 +369,14 @@ def config_of(row, **changes):
     first 1000 steps). A field the record does not hold (added to the ``Config`` after
     the record was made, with a default that keeps the old behaviour) takes its
     default."""
-    from revlib import sweeps   # the experiment registry (no Dask at import)
+    from revlib import sweeps  # the experiment registry (no Dask at import)
 
     name = row["experiment"]
-    fields = {f: row[f].item() if isinstance(row[f], np.generic) else row[f]
-              for f in sweeps.config_fields(name) if f in row.index}
+    fields = {
+        f: row[f].item() if isinstance(row[f], np.generic) else row[f]
+        for f in sweeps.config_fields(name)
+        if f in row.index
+    }
     return sweeps.make_config(name, {**fields, **changes})
 
 
@@ -345,7 +389,8 @@ def stored_at(rows, metric: str, step: int, seed: int) -> tuple[float, float]:
     steps = list(rows["curve.steps"].iloc[0])
     if step not in steps:
         raise ValueError(
-            f"step must be one of the stored evaluation steps {steps}, got {step}")
+            f"step must be one of the stored evaluation steps {steps}, got {step}"
+        )
     values = np.array([c[steps.index(step)] for c in rows[f"curve.{metric}"]])
     same = values[rows["seed"].to_numpy() == seed]
     if len(same):

@@ -38,7 +38,9 @@ def _digits_for(tol: float) -> int:
 def _parse_tol(tol: float | str) -> tuple[float, bool]:
     if isinstance(tol, str):
         if not re.fullmatch(r"\d+(\.\d*)?%", tol.strip()):
-            raise ValueError(f"tol must be a positive number or a percentage like '10%', got {tol!r}")
+            raise ValueError(
+                f"tol must be a positive number or a percentage like '10%', got {tol!r}"
+            )
         value, relative = float(tol.strip()[:-1]), True
     else:
         value, relative = float(tol), False
@@ -78,7 +80,11 @@ def approx(value, tol: float | str, digits: int | None = None) -> str:
 def exact(values, digits: int = 3) -> str:
     """Numbers read from a committed file, printed as they are (no tolerance: the file does
     not change between runs): ``exact([0.6471, 0.4567])`` gives ``"[0.647 0.457]"``."""
-    return "[" + " ".join(f"{v:.{digits}f}" for v in np.ravel(np.asarray(values, dtype=float))) + "]"
+    return (
+        "["
+        + " ".join(f"{v:.{digits}f}" for v in np.ravel(np.asarray(values, dtype=float)))
+        + "]"
+    )
 
 
 def _normalise(text: str) -> str:
@@ -141,13 +147,21 @@ def compare(ref: str, new: str) -> list[str]:
     ref_skel, ref_nums = _parse(ref)
     new_skel, new_nums = _parse(new)
     if ref_skel != new_skel or len(ref_nums) != len(new_nums):
-        return ["the text around the numbers differs (tolerances apply to numbers only)"]
+        return [
+            "the text around the numbers differs (tolerances apply to numbers only)"
+        ]
     problems = []
     for k, ((r, tol, rel), (n, _, _)) in enumerate(zip(ref_nums, new_nums)):
         ok, diff = _close(r, n, tol, rel)
         if not ok:
-            what = "must be equal" if tol is None else f"tolerance ±{tol:g}{'%' if rel else ''}"
-            problems.append(f"number {k + 1}: stored {r}, now {n} (differs by {diff:.3g}; {what})")
+            what = (
+                "must be equal"
+                if tol is None
+                else f"tolerance ±{tol:g}{'%' if rel else ''}"
+            )
+            problems.append(
+                f"number {k + 1}: stored {r}, now {n} (differs by {diff:.3g}; {what})"
+            )
     return problems
 
 
@@ -169,9 +183,15 @@ def drift(ref: str, new: str) -> str:
     worst.sort(reverse=True)
     d, r, n, tol, rel = worst[0]
     bad = sum(1 for w in worst if not _close(w[1], w[2], w[3], w[4])[0])
-    return (f"{len(worst)} number(s) moved, largest {r} -> {n}"
-            + (f" (tol ±{tol:g}{'%' if rel else ''})" if tol is not None else " (no tolerance)")
-            + (f"; {bad} beyond tolerance" if bad else ""))
+    return (
+        f"{len(worst)} number(s) moved, largest {r} -> {n}"
+        + (
+            f" (tol ±{tol:g}{'%' if rel else ''})"
+            if tol is not None
+            else " (no tolerance)"
+        )
+        + (f"; {bad} beyond tolerance" if bad else "")
+    )
 
 
 def count_tolerances(texts: Iterable[str]) -> int:

@@ -36,7 +36,9 @@ def setup(seed: int, threads: int | None = None) -> torch.Generator:
         try:
             threads = int(raw)
         except ValueError:
-            raise ValueError(f"REVLIB_THREADS must be an integer in [1, 256], got {raw!r}") from None
+            raise ValueError(
+                f"REVLIB_THREADS must be an integer in [1, 256], got {raw!r}"
+            ) from None
     _validate.integer("threads", threads, 1, 256)
     for var in _THREAD_VARS:
         os.environ[var] = str(threads)
@@ -71,7 +73,11 @@ def other_machine() -> dict[str, str]:
     path: on AVX-512, MKL's SSE4.2 GEMM is about 4.7 times slower than native, its AVX2 GEMM 1.7.
     """
     aten, mkl = _LOWER.get(torch.backends.cpu.get_cpu_capability(), _LOWEST)
-    return {"ATEN_CPU_CAPABILITY": aten, "MKL_ENABLE_INSTRUCTIONS": mkl, "REVLIB_THREADS": "2"}
+    return {
+        "ATEN_CPU_CAPABILITY": aten,
+        "MKL_ENABLE_INSTRUCTIONS": mkl,
+        "REVLIB_THREADS": "2",
+    }
 
 
 def provenance() -> dict[str, str]:
@@ -82,8 +88,14 @@ def provenance() -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f
-                        if line.startswith("model name")), cpu)
+            cpu = next(
+                (
+                    line.split(":", 1)[1].strip()
+                    for line in f
+                    if line.startswith("model name")
+                ),
+                cpu,
+            )
     except OSError:
         pass
     return {
@@ -124,4 +136,3 @@ def environment_report() -> dict[str, str]:
         "torch threads": str(torch.get_num_threads()),
         "deterministic algorithms": str(torch.are_deterministic_algorithms_enabled()),
     }
-

@@ -35,6 +35,7 @@ _PACKAGE = "revlib.experiments"
 
 # --------------------------------------------------------------------------- experiments
 
+
 def available() -> list[str]:
     """Names of the modules in :mod:`revlib.experiments` that define ``Config`` and ``run``."""
     import revlib.experiments as pkg
@@ -44,7 +45,9 @@ def available() -> list[str]:
         src = Path(pkg.__path__[0], f"{info.name}.py")
         # Read, not import: importing every chapter costs seconds and this runs on errors.
         text = src.read_text() if src.exists() else ""
-        if re.search(r"^class Config\b", text, re.M) and re.search(r"^def run\(", text, re.M):
+        if re.search(r"^class Config\b", text, re.M) and re.search(
+            r"^def run\(", text, re.M
+        ):
             names.append(info.name)
     return sorted(names)
 
@@ -52,20 +55,31 @@ def available() -> list[str]:
 def experiment(name: str) -> types.ModuleType:
     """The module of experiment ``name``: ``revlib.experiments.<name>``, or any importable
     dotted module path (``mypkg.myexp``) that has a dataclass ``Config`` and ``run(config)``."""
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
+    if not isinstance(name, str) or not re.fullmatch(
+        r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name
+    ):
         raise ValueError(f"experiment must be a module name, got {name!r}")
     modname = name if "." in name else f"{_PACKAGE}.{name}"
     try:
         mod = importlib.import_module(modname)
     except ModuleNotFoundError as err:
-        if err.name is None or not (modname == err.name or modname.startswith(err.name + ".")):
+        if err.name is None or not (
+            modname == err.name or modname.startswith(err.name + ".")
+        ):
             raise  # the experiment exists but one of its own imports is missing
-        raise ValueError(f"unknown experiment {name!r}; available: "
-                         f"{', '.join(available())}") from None
+        raise ValueError(
+            f"unknown experiment {name!r}; available: {', '.join(available())}"
+        ) from None
     cfg = getattr(mod, "Config", None)
-    if not (isinstance(cfg, type) and dataclasses.is_dataclass(cfg) and callable(getattr(mod, "run", None))):
-        raise ValueError(f"experiment {name!r} has no dataclass Config and run(config); "
-                         f"available: {', '.join(available())}")
+    if not (
+        isinstance(cfg, type)
+        and dataclasses.is_dataclass(cfg)
+        and callable(getattr(mod, "run", None))
+    ):
+        raise ValueError(
+            f"experiment {name!r} has no dataclass Config and run(config); "
+            f"available: {', '.join(available())}"
+        )
     return mod
 
 
@@ -82,19 +96,29 @@ def make_config(name: str, fields: Mapping[str, object]):
     known = config_fields(name)
     for key in fields:
         if key not in known:
-            raise ValueError(f"unknown field {key!r} for experiment {name!r}; fields: "
-                             f"{', '.join(known)}")
+            raise ValueError(
+                f"unknown field {key!r} for experiment {name!r}; fields: "
+                f"{', '.join(known)}"
+            )
     try:
         return experiment(name).Config(**fields)
     except (ValueError, TypeError) as err:
-        raise ValueError(f"invalid {name} config ({_describe(fields)}): {err}") from None
+        raise ValueError(
+            f"invalid {name} config ({_describe(fields)}): {err}"
+        ) from None
 
 
 # --------------------------------------------------------------------------- one run
 
-def record(name: str, fields: Mapping[str, object], device: str = "cpu",
-           git: tuple[str | None, bool | None] | None = None,
-           checkpoint: str | os.PathLike | None = None, checkpoint_every: int = 1000) -> dict:
+
+def record(
+    name: str,
+    fields: Mapping[str, object],
+    device: str = "cpu",
+    git: tuple[str | None, bool | None] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int = 1000,
+) -> dict:
     """Run experiment ``name`` with ``Config(**fields)`` on ``device`` and return its record
     (:mod:`revlib.records`). Seeds, threads and deterministic algorithms are fixed first by
     :func:`revlib.repro.setup` with the config's ``seed``, as a notebook does.
@@ -107,13 +131,16 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
 
     mod, config = experiment(name), make_config(name, fields)
     dev = devices.resolve(device)
-    git = records.git_state() if git is None else git   # the code version at the start
+    git = records.git_state() if git is None else git  # the code version at the start
     repro.setup(getattr(config, "seed", 0))
     start, cpu_start = time.perf_counter(), time.process_time()
     more = {}
     with devices.use(dev), contextlib.ExitStack() as stack:
-        ck = None if checkpoint is None else stack.enter_context(
-            train.checkpointing(checkpoint, checkpoint_every))
+        ck = (
+            None
+            if checkpoint is None
+            else stack.enter_context(train.checkpointing(checkpoint, checkpoint_every))
+        )
         result = mod.run(config)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     if ck is not None and ck.calls:
@@ -122,11 +149,20 @@ def record(name: str, fields: Mapping[str, object], device: str = "cpu",
         more["machine"] = repro.provenance()
     # an experiment may add provenance of its own (the pretrained LM: model, versions)
     more.update(getattr(mod, "provenance", dict)())
-    return records.from_result(name, config, result, device=str(dev), seconds=seconds,
-                               cpu_seconds=cpu_seconds, git=git, **more)
+    return records.from_result(
+        name,
+        config,
+        result,
+        device=str(dev),
+        seconds=seconds,
+        cpu_seconds=cpu_seconds,
+        git=git,
+        **more,
+    )
 
 
 # --------------------------------------------------------------------------- sweeps
+
 
 @dataclasses.dataclass(frozen=True)
 class Task:
@@ -139,8 +175,9 @@ class Task:
     file: str
 
 
-def plan(name: str, grid: Mapping[str, Sequence], fixed: Mapping[str, object],
-         n_seeds: int) -> list[Task]:
+def plan(
+    name: str, grid: Mapping[str, Sequence], fixed: Mapping[str, object], n_seeds: int
+) -> list[Task]:
     """Every grid point (Cartesian product, in ``grid`` order) times seeds ``0 .. n_seeds-1``,
     each Config built once here, so a bad value fails before anything runs."""
     from revlib import _validate
@@ -149,11 +186,15 @@ def plan(name: str, grid: Mapping[str, Sequence], fixed: Mapping[str, object],
     known = config_fields(name)
     for key in list(grid) + list(fixed):
         if key not in known:
-            raise ValueError(f"unknown field {key!r} for experiment {name!r}; fields: "
-                             f"{', '.join(known)}")
+            raise ValueError(
+                f"unknown field {key!r} for experiment {name!r}; fields: "
+                f"{', '.join(known)}"
+            )
         if key in ("seed", "n_seeds"):
-            raise ValueError(f"{key} is set by --seeds (seed i, one seed per run); "
-                             f"do not --set or --grid it")
+            raise ValueError(
+                f"{key} is set by --seeds (seed i, one seed per run); "
+                f"do not --set or --grid it"
+            )
     both = set(grid) & set(fixed)
     if both:
         raise ValueError(f"field {sorted(both)[0]!r} is both in --grid and --set")
@@ -171,8 +212,14 @@ def plan(name: str, grid: Mapping[str, Sequence], fixed: Mapping[str, object],
         for seed in range(n_seeds):
             fields = {**fixed, **point, "seed": seed, **per_seed}
             make_config(name, fields)
-            tasks.append(Task(point=point, seed=seed, fields=fields,
-                              file=_file_name(name, point, fixed, seed)))
+            tasks.append(
+                Task(
+                    point=point,
+                    seed=seed,
+                    fields=fields,
+                    file=_file_name(name, point, fixed, seed),
+                )
+            )
     return tasks
 
 
@@ -180,19 +227,40 @@ def _file_name(name: str, point: Mapping, fixed: Mapping, seed: int) -> str:
     """``<experiment>__<field>=<value>__...__seed=<i>__<hash>.json``. The readable part may
     clash after slugging or truncation; the hash of everything set (not of the defaults, so
     that a field added to the Config later does not orphan a sweep) keeps names apart."""
-    def slug(v):
-        return re.sub(r"[^A-Za-z0-9.+-]+", "-", json.dumps(records.plain(v))).strip("-") or "-"
 
-    readable = "__".join([name] + [f"{k}={slug(v)}" for k, v in point.items()] + [f"seed={seed}"])
-    key = json.dumps({"experiment": name, "set": records.plain(dict(fixed)), "point": records.plain(dict(point)),
-                      "seed": seed}, sort_keys=True)
+    def slug(v):
+        return (
+            re.sub(r"[^A-Za-z0-9.+-]+", "-", json.dumps(records.plain(v))).strip("-")
+            or "-"
+        )
+
+    readable = "__".join(
+        [name] + [f"{k}={slug(v)}" for k, v in point.items()] + [f"seed={seed}"]
+    )
+    key = json.dumps(
+        {
+            "experiment": name,
+            "set": records.plain(dict(fixed)),
+            "point": records.plain(dict(point)),
+            "seed": seed,
+        },
+        sort_keys=True,
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return f"{readable[:160]}__{digest}.json"
 
 
-def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, workers: int = 1,
-              scheduler: str | None = None, device: str = "cpu", progress: bool = True,
-              checkpoint_every: int = 1000) -> list[str]:
+def run_sweep(
+    name: str,
+    tasks: Sequence[Task],
+    out: str | os.PathLike,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+    device: str = "cpu",
+    progress: bool = True,
+    checkpoint_every: int = 1000,
+) -> list[str]:
     """Run the ``tasks`` whose file is not in ``out`` yet, on a ``LocalCluster`` of
     ``workers`` single-threaded processes or on the Dask scheduler at ``scheduler``.
 
@@ -210,11 +278,14 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
     todo = [t for t in tasks if not (out / t.file).exists()]
     if scheduler is None:
         _validate.integer("workers", workers, 1, 1024)
-        devices.resolve(device)         # the workers run on this machine
+        devices.resolve(device)  # the workers run on this machine
     else:
-        devices.resolve(device, here=False)   # the workers' machines check availability
-    print(f"{name}: {len(tasks)} runs, {len(tasks) - len(todo)} already in {out}, "
-          f"{len(todo)} to run", file=sys.stderr)
+        devices.resolve(device, here=False)  # the workers' machines check availability
+    print(
+        f"{name}: {len(tasks)} runs, {len(tasks) - len(todo)} already in {out}, "
+        f"{len(todo)} to run",
+        file=sys.stderr,
+    )
     if not todo:
         return []
     import logging
@@ -222,26 +293,54 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
     from distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
-    git = records.git_state()   # the code version at the start of the sweep, recorded in every file
-    ckpt = out.resolve() / ".checkpoints"   # one folder of the runs' checkpoints
+    git = (
+        records.git_state()
+    )  # the code version at the start of the sweep, recorded in every file
+    ckpt = out.resolve() / ".checkpoints"  # one folder of the runs' checkpoints
     failures = []
-    cluster = None if scheduler is not None else LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-        silence_logs=logging.ERROR)
+    cluster = (
+        None
+        if scheduler is not None
+        else LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        )
+    )
     try:
         try:
             client = Client(scheduler if cluster is None else cluster)
-        except OSError as err:   # includes timeouts: a wrong address is a mistake in the ask
-            raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
+        except (
+            OSError
+        ) as err:  # includes timeouts: a wrong address is a mistake in the ask
+            raise ValueError(
+                f"cannot reach the Dask scheduler at {scheduler}: {err}"
+            ) from None
         out.mkdir(parents=True, exist_ok=True)
         with client:
             ckpt.mkdir(exist_ok=True)
-            futures = {client.submit(record, name, t.fields, device, git,
-                                     ckpt / Path(t.file).stem, checkpoint_every,
-                                     pure=False): t
-                       for t in todo}
-            with tqdm(total=len(todo), desc=name, unit="run", file=sys.stderr,
-                      disable=not progress) as bar:
+            futures = {
+                client.submit(
+                    record,
+                    name,
+                    t.fields,
+                    device,
+                    git,
+                    ckpt / Path(t.file).stem,
+                    checkpoint_every,
+                    pure=False,
+                ): t
+                for t in todo
+            }
+            with tqdm(
+                total=len(todo),
+                desc=name,
+                unit="run",
+                file=sys.stderr,
+                disable=not progress,
+            ) as bar:
                 for fut in as_completed(futures):
                     task = futures.pop(fut)
                     if fut.status == "finished":
@@ -253,18 +352,20 @@ def run_sweep(name: str, tasks: Sequence[Task], out: str | os.PathLike, *, worke
                             err = fut.exception()
                         except (KeyboardInterrupt, SystemExit):
                             raise
-                        except BaseException as exc:   # cancelled: the exception is why
+                        except BaseException as exc:  # cancelled: the exception is why
                             err = exc
                         first = (str(err).splitlines() or [""])[0]
-                        failures.append(f"{_describe({**task.point, 'seed': task.seed})}: "
-                                        f"{type(err).__name__}: {first}")
+                        failures.append(
+                            f"{_describe({**task.point, 'seed': task.seed})}: "
+                            f"{type(err).__name__}: {first}"
+                        )
                     fut.release()
                     bar.update()
     finally:
         if cluster is not None:
             cluster.close()
         if ckpt.is_dir() and not any(ckpt.iterdir()):
-            ckpt.rmdir()   # nothing left to resume
+            ckpt.rmdir()  # nothing left to resume
     return failures
 
 

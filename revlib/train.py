@@ -54,10 +54,14 @@ class TrainConfig:
         _validate.choice("optimizer", self.optimizer, OPTIMIZERS)
         _validate.integer("batch_size", self.batch_size, 0, 10**7)
         if self.optimizer == "gd" and self.batch_size != 0:
-            raise ValueError("batch_size must be 0 (full batch) when optimizer is 'gd', "
-                             f"got {self.batch_size!r}")
+            raise ValueError(
+                "batch_size must be 0 (full batch) when optimizer is 'gd', "
+                f"got {self.batch_size!r}"
+            )
         if self.optimizer != "gd" and self.batch_size == 0:
-            raise ValueError(f"batch_size must be >= 1 when optimizer is {self.optimizer!r}, got 0")
+            raise ValueError(
+                f"batch_size must be >= 1 when optimizer is {self.optimizer!r}, got 0"
+            )
         _validate.real("momentum", self.momentum, 0.0, 1.0, hi_open=True)
         _validate.real("weight_decay", self.weight_decay, 0.0, 10.0)
         if len(self.betas) != 2:
@@ -80,7 +84,9 @@ class TrainConfig:
         if self.eval_spacing == "linear":
             pts = np.linspace(0, self.steps, self.eval_points)
         else:
-            pts = np.concatenate([[0], np.geomspace(1, self.steps, self.eval_points - 1)])
+            pts = np.concatenate(
+                [[0], np.geomspace(1, self.steps, self.eval_points - 1)]
+            )
         return np.unique(np.round(pts).astype(int))
 
 
@@ -107,10 +113,17 @@ class History:
 
 def _optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
     if cfg.optimizer in ("gd", "sgd"):
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
-                               weight_decay=cfg.weight_decay, foreach=True)
+        return torch.optim.SGD(
+            params,
+            lr=cfg.lr,
+            momentum=cfg.momentum,
+            weight_decay=cfg.weight_decay,
+            foreach=True,
+        )
     cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
-    return cls(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, foreach=True)
+    return cls(
+        params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, foreach=True
+    )
 
 
 class _Batches:
@@ -129,16 +142,20 @@ class _Batches:
 
     def __next__(self) -> torch.Tensor:
         if self.perm is None or self.start + self.batch_size > self.n_train:
-            self.perm = torch.stack([torch.randperm(self.n_train, generator=g)
-                                     for g in self.gens])
+            self.perm = torch.stack(
+                [torch.randperm(self.n_train, generator=g) for g in self.gens]
+            )
             self.start = 0
-        out = self.perm[:, self.start:self.start + self.batch_size]
+        out = self.perm[:, self.start : self.start + self.batch_size]
         self.start += self.batch_size
         return out
 
     def state(self) -> dict:
-        return {"gens": [g.get_state() for g in self.gens], "perm": self.perm,
-                "start": self.start}
+        return {
+            "gens": [g.get_state() for g in self.gens],
+            "perm": self.perm,
+            "start": self.start,
+        }
 
     def load(self, state: dict) -> None:
         for g, st in zip(self.gens, state["gens"], strict=True):
@@ -157,11 +174,17 @@ def _save_atomic(obj, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _fingerprint(cfg: TrainConfig, n_train: int, n_seeds: int, batch_seeds, params) -> dict:
+def _fingerprint(
+    cfg: TrainConfig, n_train: int, n_seeds: int, batch_seeds, params
+) -> dict:
     """What a checkpoint must agree on to be resumed by this call."""
-    return {"config": repr(cfg), "n_train": n_train, "n_seeds": n_seeds,
-            "batch_seeds": list(batch_seeds),
-            "shapes": [tuple(p.shape) for p in params]}
+    return {
+        "config": repr(cfg),
+        "n_train": n_train,
+        "n_seeds": n_seeds,
+        "batch_seeds": list(batch_seeds),
+        "shapes": [tuple(p.shape) for p in params],
+    }
 
 
 @dataclass
@@ -170,7 +193,7 @@ class _Checkpointing:
     every: int
     progress: bool
     calls: int = 0
-    cpu_seconds: float = 0.0   # summed over every train() call, across resumes
+    cpu_seconds: float = 0.0  # summed over every train() call, across resumes
 
 
 _ACTIVE: list[_Checkpointing] = []
@@ -192,15 +215,17 @@ def checkpointing(prefix: str | os.PathLike, every: int = 1000, progress: bool =
         _ACTIVE.remove(state)
 
 
-def train(params: list[torch.nn.Parameter] | torch.nn.Module,
-          loss_fn: Callable[[torch.Tensor | None], torch.Tensor],
-          cfg: TrainConfig,
-          evaluate: Callable[[], Mapping[str, torch.Tensor]] | None = None,
-          n_train: int = 0,
-          n_seeds: int = 1,
-          batch_seeds: list[int] | None = None,
-          checkpoint: str | os.PathLike | None = None,
-          checkpoint_every: int = 1000) -> History:
+def train(
+    params: list[torch.nn.Parameter] | torch.nn.Module,
+    loss_fn: Callable[[torch.Tensor | None], torch.Tensor],
+    cfg: TrainConfig,
+    evaluate: Callable[[], Mapping[str, torch.Tensor]] | None = None,
+    n_train: int = 0,
+    n_seeds: int = 1,
+    batch_seeds: list[int] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int = 1000,
+) -> History:
     """Optimise ``params`` for ``cfg.steps`` steps and record ``evaluate()`` on the way.
 
     ``loss_fn(idx)`` returns the per-seed training loss ``[S]``; ``idx`` is ``None`` for a
@@ -226,9 +251,18 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
     opt = _optimizer(params, cfg)
     batch_seeds = list(range(n_seeds)) if batch_seeds is None else list(batch_seeds)
     if len(batch_seeds) != n_seeds:
-        raise ValueError(f"batch_seeds must have one entry per seed ({n_seeds}), got {len(batch_seeds)}")
-    batches = None if cfg.optimizer == "gd" else _Batches(
-        n_train, cfg.batch_size, [torch.Generator().manual_seed(s) for s in batch_seeds])
+        raise ValueError(
+            f"batch_seeds must have one entry per seed ({n_seeds}), got {len(batch_seeds)}"
+        )
+    batches = (
+        None
+        if cfg.optimizer == "gd"
+        else _Batches(
+            n_train,
+            cfg.batch_size,
+            [torch.Generator().manual_seed(s) for s in batch_seeds],
+        )
+    )
     _validate.integer("checkpoint_every", checkpoint_every, 1, None)
     eval_steps = cfg.eval_steps()
     records: dict[str, list[np.ndarray]] | None = None
@@ -240,8 +274,10 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
         if records is None:
             records = {name: [] for name in values}
         elif list(values) != list(records):
-            raise ValueError("evaluate must return the same names at every "
-                             f"evaluation, got {list(values)} after {list(records)}")
+            raise ValueError(
+                "evaluate must return the same names at every "
+                f"evaluation, got {list(values)} after {list(records)}"
+            )
         for name, v in values.items():
             records[name].append(v.detach().double().cpu().numpy().reshape(n_seeds))
 
@@ -256,23 +292,37 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
 
     def save(step: int) -> None:
         cpu = cpu_before + time.process_time() - cpu_start
-        _save_atomic({"fingerprint": stamp, "step": step, "next_eval": next_eval,
-                      "params": [p.detach().clone() for p in params],
-                      "optimizer": opt.state_dict(),
-                      "batches": None if batches is None else batches.state(),
-                      "torch_rng": torch.get_rng_state(), "records": records,
-                      "cpu_seconds": cpu}, path)
+        _save_atomic(
+            {
+                "fingerprint": stamp,
+                "step": step,
+                "next_eval": next_eval,
+                "params": [p.detach().clone() for p in params],
+                "optimizer": opt.state_dict(),
+                "batches": None if batches is None else batches.state(),
+                "torch_rng": torch.get_rng_state(),
+                "records": records,
+                "cpu_seconds": cpu,
+            },
+            path,
+        )
         if ctx is not None and ctx.progress:
             rate = (step - first) / max(time.perf_counter() - wall_start, 1e-9)
             left = (cfg.steps - step) / max(rate, 1e-9)
-            print(f"{path.name}: step {step}/{cfg.steps}, {rate:.1f} steps/s, "
-                  f"{left / 60:.1f} min left", file=sys.stderr, flush=True)
+            print(
+                f"{path.name}: step {step}/{cfg.steps}, {rate:.1f} steps/s, "
+                f"{left / 60:.1f} min left",
+                file=sys.stderr,
+                flush=True,
+            )
 
     if path is not None and path.exists():
         state = torch.load(path, weights_only=False)
         if state["fingerprint"] != stamp:
-            raise ValueError(f"checkpoint {path} is of another run: it has "
-                             f"{state['fingerprint']}, this call {stamp}")
+            raise ValueError(
+                f"checkpoint {path} is of another run: it has "
+                f"{state['fingerprint']}, this call {stamp}"
+            )
         with torch.no_grad():
             for p, saved in zip(params, state["params"], strict=True):
                 p.copy_(saved)
@@ -284,8 +334,11 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
         cpu_before = state["cpu_seconds"]
 
     for step in range(first, cfg.steps + 1):
-        if path is not None and step > first and (step % checkpoint_every == 0
-                                                  or step == cfg.steps):
+        if (
+            path is not None
+            and step > first
+            and (step % checkpoint_every == 0 or step == cfg.steps)
+        ):
             save(step)
         if step == eval_steps[next_eval]:
             record()
@@ -299,11 +352,16 @@ def train(params: list[torch.nn.Parameter] | torch.nn.Module,
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(idx)
         if loss.shape != (n_seeds,):
-            raise ValueError(f"loss_fn must return one loss per seed, shape ({n_seeds},), "
-                             f"got {tuple(loss.shape)}")
+            raise ValueError(
+                f"loss_fn must return one loss per seed, shape ({n_seeds},), "
+                f"got {tuple(loss.shape)}"
+            )
         loss.sum().backward()
         opt.step()
     if ctx is not None:
         ctx.cpu_seconds += cpu_before + time.process_time() - cpu_start
-    return History(steps=eval_steps, lr=cfg.lr,
-                   values={k: np.stack(v) for k, v in (records or {}).items()})
+    return History(
+        steps=eval_steps,
+        lr=cfg.lr,
+        values={k: np.stack(v) for k, v in (records or {}).items()},
+    )

@@ -42,10 +42,13 @@ import websocket
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "_ext"))
 import ledgers  # noqa: E402  (the _toc.yml walker the book's extensions use)
+
 WIDTH, HEIGHT = 1280, 900
 LOCAL_SCHEMES = {"file", "data", "blob", "about", "chrome", "devtools"}
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
-PAGE_TIMEOUT = 240   # seconds for one page to load and render (a busy 2-core machine is slow)
+PAGE_TIMEOUT = (
+    240  # seconds for one page to load and render (a busy 2-core machine is slow)
+)
 
 # Runs in the page; returns the findings as a list of strings.
 CHECKS_JS = r"""
@@ -169,12 +172,15 @@ class CDP:
     """A minimal DevTools-protocol client on one page target."""
 
     def __init__(self, ws_url: str):
-        self.ws = websocket.create_connection(ws_url, timeout=PAGE_TIMEOUT,
-                                              suppress_origin=True)
+        self.ws = websocket.create_connection(
+            ws_url, timeout=PAGE_TIMEOUT, suppress_origin=True
+        )
         self.next_id = 0
         self.events: list[dict] = []
 
-    def send(self, method: str, params: dict | None = None, timeout: float = 60) -> dict:
+    def send(
+        self, method: str, params: dict | None = None, timeout: float = 60
+    ) -> dict:
         self.next_id += 1
         mid = self.next_id
         self.ws.send(json.dumps({"id": mid, "method": method, "params": params or {}}))
@@ -205,8 +211,11 @@ class CDP:
         raise TimeoutError(method)
 
     def evaluate(self, expr: str, timeout: float = 60):
-        res = self.send("Runtime.evaluate", {"expression": expr, "awaitPromise": True,
-                                             "returnByValue": True}, timeout=timeout)
+        res = self.send(
+            "Runtime.evaluate",
+            {"expression": expr, "awaitPromise": True, "returnByValue": True},
+            timeout=timeout,
+        )
         if "exceptionDetails" in res:
             raise RuntimeError(f"page script failed: {res['exceptionDetails']}")
         return res["result"].get("value")
@@ -220,14 +229,28 @@ def find_chromium() -> str:
 
 
 def start_browser(profile: Path) -> tuple[subprocess.Popen, str]:
-    cmd = [find_chromium(), "--headless=new", "--remote-debugging-port=0",
-           "--remote-allow-origins=*", f"--user-data-dir={profile}", "--no-sandbox",
-           "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-           "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", "--disable-extensions", "--disable-default-apps",
-           "--disable-features=Translate,OptimizationHints,MediaRouter",
-           "--hide-scrollbars", "--mute-audio", f"--window-size={WIDTH},{HEIGHT}",
-           "--allow-file-access-from-files", "about:blank"]
+    cmd = [
+        find_chromium(),
+        "--headless=new",
+        "--remote-debugging-port=0",
+        "--remote-allow-origins=*",
+        f"--user-data-dir={profile}",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--disable-features=Translate,OptimizationHints,MediaRouter",
+        "--hide-scrollbars",
+        "--mute-audio",
+        f"--window-size={WIDTH},{HEIGHT}",
+        "--allow-file-access-from-files",
+        "about:blank",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     port_file = profile / "DevToolsActivePort"
     for _ in range(300):
@@ -280,8 +303,10 @@ def scorecard_disagreements(html: Path) -> list[str]:
             if line is None:
                 out.append(f"scorecard row {anchor}: no cell with that id in {target}")
             elif ours not in line.get_text(" ", strip=True):
-                out.append(f"scorecard row {anchor} reads {ours!r}, its cell prints "
-                           f"{line.get_text(' ', strip=True)[:160]!r}")
+                out.append(
+                    f"scorecard row {anchor} reads {ours!r}, its cell prints "
+                    f"{line.get_text(' ', strip=True)[:160]!r}"
+                )
     return out
 
 
@@ -297,7 +322,9 @@ def check_page(cdp: CDP, html: Path, page: str, shots: Path) -> dict:
         for link in fig["links"]:
             target = Path(unquote(urlparse(link).path))
             if not target.is_file():
-                findings.append(f"figure {fig['id']}: {target.name} is not in the build")
+                findings.append(
+                    f"figure {fig['id']}: {target.name} is not in the build"
+                )
     # requests: anything not local left (or tried to leave) the machine
     cdp.send("Runtime.evaluate", {"expression": "1"})  # flush pending events
     for ev in cdp.events:
@@ -307,61 +334,102 @@ def check_page(cdp: CDP, html: Path, page: str, shots: Path) -> dict:
                 findings.append(f"request leaves the machine: {url[:120]}")
         elif ev["method"] == "Network.loadingFailed":
             p = ev["params"]
-            if p.get("blockedReason") is None and p.get("errorText") != "net::ERR_ABORTED":
-                findings.append(f"resource failed to load: {p.get('errorText')} "
-                                f"({p.get('type')}, request {p.get('requestId')})")
+            if (
+                p.get("blockedReason") is None
+                and p.get("errorText") != "net::ERR_ABORTED"
+            ):
+                findings.append(
+                    f"resource failed to load: {p.get('errorText')} "
+                    f"({p.get('type')}, request {p.get('requestId')})"
+                )
     shot = cdp.send("Page.captureScreenshot", {"format": "png"}, timeout=PAGE_TIMEOUT)
     name = page.replace("/", "__") + ".png"
     (shots / name).write_bytes(base64.b64decode(shot["data"]))
-    return {"page": page, "findings": list(dict.fromkeys(findings)),
-            "figures": [f["id"] for f in result["figures"]], "screenshot": str(shots / name)}
+    return {
+        "page": page,
+        "findings": list(dict.fromkeys(findings)),
+        "figures": [f["id"] for f in result["figures"]],
+        "screenshot": str(shots / name),
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--html", default="_build/check-book/_build/html", help="built book")
-    ap.add_argument("--screenshots", default="_build/screenshots", help="folder for PNGs")
-    ap.add_argument("pages", nargs="*", help="pages to check (default: every page of _toc.yml)")
+    ap.add_argument(
+        "--html", default="_build/check-book/_build/html", help="built book"
+    )
+    ap.add_argument(
+        "--screenshots", default="_build/screenshots", help="folder for PNGs"
+    )
+    ap.add_argument(
+        "pages", nargs="*", help="pages to check (default: every page of _toc.yml)"
+    )
     args = ap.parse_args()
     html = (ROOT / args.html).resolve()
     shots = (ROOT / args.screenshots).resolve()
     shots.mkdir(parents=True, exist_ok=True)
-    if not args.pages:   # a full run replaces every screenshot; a partial one only its own
+    if (
+        not args.pages
+    ):  # a full run replaces every screenshot; a partial one only its own
         for old in shots.glob("*.png"):
             old.unlink()
     pages = args.pages or toc_pages()
     report, failed = [], 0
     if not args.pages or "book/claims" in args.pages:
         problems = scorecard_disagreements(html)
-        print("book/claims: every row agrees with its cell" if not problems else
-              f"book/claims: {len(problems)} rows disagree with their cells")
+        print(
+            "book/claims: every row agrees with its cell"
+            if not problems
+            else f"book/claims: {len(problems)} rows disagree with their cells"
+        )
         for line in problems[:40]:
             print(f"    {line}")
-        report.append({"page": "book/claims (rows against cells)", "findings": problems})
+        report.append(
+            {"page": "book/claims (rows against cells)", "findings": problems}
+        )
         failed += bool(problems)
-    with tempfile.TemporaryDirectory(prefix="check-book-", ignore_cleanup_errors=True) as profile:
+    with tempfile.TemporaryDirectory(
+        prefix="check-book-", ignore_cleanup_errors=True
+    ) as profile:
         proc, ws_url = start_browser(Path(profile))
         try:
             cdp = CDP(ws_url)
             cdp.send("Network.enable")
             cdp.send("Network.setBlockedURLs", {"urls": BLOCKED})
             cdp.send("Page.enable")
-            cdp.send("Emulation.setDeviceMetricsOverride", {
-                "width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+            cdp.send(
+                "Emulation.setDeviceMetricsOverride",
+                {
+                    "width": WIDTH,
+                    "height": HEIGHT,
+                    "deviceScaleFactor": 1,
+                    "mobile": False,
+                },
+            )
             for page in pages:
                 path = html / f"{page}.html"
                 if not path.is_file():
-                    rec = {"page": page, "findings": [f"page missing from the build: {path}"],
-                           "figures": [], "screenshot": None}
+                    rec = {
+                        "page": page,
+                        "findings": [f"page missing from the build: {path}"],
+                        "figures": [],
+                        "screenshot": None,
+                    }
                 else:
                     start = time.time()
                     rec = check_page(cdp, path, page, shots)
                     rec["seconds"] = round(time.time() - start, 1)
                 report.append(rec)
-                status = "ok" if not rec["findings"] else f"{len(rec['findings'])} problem(s)"
-                print(f"{page}: {status}" + (f", {len(rec['figures'])} figures"
-                                              if rec["figures"] else "")
-                      + (f" ({rec['seconds']} s)" if "seconds" in rec else ""))
+                status = (
+                    "ok"
+                    if not rec["findings"]
+                    else f"{len(rec['findings'])} problem(s)"
+                )
+                print(
+                    f"{page}: {status}"
+                    + (f", {len(rec['figures'])} figures" if rec["figures"] else "")
+                    + (f" ({rec['seconds']} s)" if "seconds" in rec else "")
+                )
                 for line in rec["findings"]:
                     print(f"    {line}")
                 failed += bool(rec["findings"])

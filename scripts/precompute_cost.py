@@ -31,7 +31,9 @@ def _cpu(name: str, config) -> float:
     """CPU seconds of one run, timed as a stored record times it (:func:`revlib.sweeps.record`)."""
     from revlib import sweeps
 
-    return sweeps.record(name, dataclasses.asdict(config), git=(None, None))["cpu_seconds"]
+    return sweeps.record(name, dataclasses.asdict(config), git=(None, None))[
+        "cpu_seconds"
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,9 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 < args.k1 < args.k2:
         parser.error(f"need 0 < --k1 < --k2, got {args.k1}, {args.k2}")
-    folders = args.folders or sorted(p for p in (ROOT / "data" / "sweeps").iterdir() if p.is_dir())
+    folders = args.folders or sorted(
+        p for p in (ROOT / "data" / "sweeps").iterdir() if p.is_dir()
+    )
     total_rec = total_est = 0.0
-    print("| folder | configuration | records | steps | ms/step | CPU h recorded | CPU h alone (est.) |")
+    print(
+        "| folder | configuration | records | steps | ms/step | CPU h recorded | CPU h alone (est.) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for folder in folders:
         df = records.load(folder)
@@ -56,19 +62,30 @@ def main(argv: list[str] | None = None) -> int:
         for _, g in df.groupby([df[f].astype(str) for f in fields], sort=False):
             row = g.iloc[0]
             steps = int(row["steps"])
-            c1, c2 = (_cpu(name, records.config_of(row, steps=k, eval_points=2, n_seeds=1))
-                      for k in (args.k1, args.k2))
+            c1, c2 = (
+                _cpu(name, records.config_of(row, steps=k, eval_points=2, n_seeds=1))
+                for k in (args.k1, args.k2)
+            )
             per_step = max(c2 - c1, 0.0) / (args.k2 - args.k1)
             fixed = max(c1 - per_step * args.k1, 0.0)
             est = len(g) * (fixed + per_step * steps) / 3600
-            rec = float(g["cpu_seconds"].sum()) / 3600 if g["cpu_seconds"].notna().all() else float("nan")
+            rec = (
+                float(g["cpu_seconds"].sum()) / 3600
+                if g["cpu_seconds"].notna().all()
+                else float("nan")
+            )
             label = ", ".join(f"{f}={row[f]}" for f in varying) or "-"
-            print(f"| {folder.name} | {label} | {len(g)} | {steps} | {1000 * per_step:.1f} | "
-                  f"{rec:.3f} | {est:.3f} |", flush=True)
+            print(
+                f"| {folder.name} | {label} | {len(g)} | {steps} | {1000 * per_step:.1f} | "
+                f"{rec:.3f} | {est:.3f} |",
+                flush=True,
+            )
             total_est += est
             total_rec += 0.0 if math.isnan(rec) else rec
-    print(f"\nin all: {total_rec:.2f} CPU h recorded (records without CPU time not counted), "
-          f"{total_est:.2f} CPU h estimated alone")
+    print(
+        f"\nin all: {total_rec:.2f} CPU h recorded (records without CPU time not counted), "
+        f"{total_est:.2f} CPU h estimated alone"
+    )
     return 0
 
 

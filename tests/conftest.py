@@ -17,10 +17,14 @@ def offline_switches_after():
     import sys
 
     def run(imports: str, call: str) -> list[str]:
-        code = ("import os; os.environ.pop('HF_HUB_OFFLINE', None); "
-                f"os.environ.pop('TRANSFORMERS_OFFLINE', None); {imports}; "
-                f"a = 'HF_HUB_OFFLINE' in os.environ; {call}; "
-                "print(a, os.environ['HF_HUB_OFFLINE'], os.environ['TRANSFORMERS_OFFLINE'])")
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              check=True).stdout.split()
+        code = (
+            "import os; os.environ.pop('HF_HUB_OFFLINE', None); "
+            f"os.environ.pop('TRANSFORMERS_OFFLINE', None); {imports}; "
+            f"a = 'HF_HUB_OFFLINE' in os.environ; {call}; "
+            "print(a, os.environ['HF_HUB_OFFLINE'], os.environ['TRANSFORMERS_OFFLINE'])"
+        )
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+
     return run

@@ -20,9 +20,9 @@ def test_every_trained_fact_is_true():
     for s in range(2):
         small = set(task.small[s].tolist())
         for h, r, t in task.train[s].tolist():
-            if r == task.eq_token:                       # attribute fact: core entity -> value
+            if r == task.eq_token:  # attribute fact: core entity -> value
                 assert P <= h < P + task.n_core and t == val[s, h]
-            else:                                        # e1 + e2 = e3 (inputs in any order)
+            else:  # e1 + e2 = e3 (inputs in any order)
                 assert (val[s, h] + val[s, r]) % P == val[s, t]
                 assert val[s, h].item() in small or val[s, r].item() in small
 
@@ -50,12 +50,17 @@ def test_reversed_steps_make_the_variable_an_addend():
 
 
 def test_core_fraction_and_seed_independence():
-    full, none = arithmetic_task(7, 3, 5, 4, 1.0, [0]), arithmetic_task(7, 3, 5, 4, 0.0, [0])
+    full, none = (
+        arithmetic_task(7, 3, 5, 4, 1.0, [0]),
+        arithmetic_task(7, 3, 5, 4, 0.0, [0]),
+    )
     n_attr, n_chain = 7 * 3, 5 * 4
     assert none.train.shape[1] == n_attr + n_chain
     assert full.train.shape[1] == n_attr + n_chain + 7 * 3 * 2 * 3
     both, alone = _task((4, 5)), _task((5,))
-    assert torch.equal(both.train[1], alone.train[0]) and torch.equal(both.probes[1], alone.probes[0])
+    assert torch.equal(both.train[1], alone.train[0]) and torch.equal(
+        both.probes[1], alone.probes[0]
+    )
 
 
 def test_config_errors_name_the_field():
@@ -75,22 +80,42 @@ def test_memory_model_is_a_lookup_of_its_own_token():
     """JEPA with memory: one frozen key per token, each token's top-1 key is its own (so every
     token gets its own trainable value vector; at d = 64, as in the chapter), LayerNorm on both
     sides by default."""
-    cfg = arithmetic.Config(model="jepa_memory", modulus=5, per_value=2, n_chains=4, chain_len=2,
-                            steps=2, batch_size=8, d_model=64, eval_points=2)
+    cfg = arithmetic.Config(
+        model="jepa_memory",
+        modulus=5,
+        per_value=2,
+        n_chains=4,
+        chain_len=2,
+        steps=2,
+        batch_size=8,
+        d_model=64,
+        eval_points=2,
+    )
     assert cfg.jepa_config(10).concept_ln == "layernorm"
     assert arithmetic.Config(model="jepa").jepa_config(10).concept_ln == "rms"
     r = arithmetic.run(cfg)
     model, V = r.model, r.task.vocab_size
     assert model.keys.shape[1] == V and not model.wte.requires_grad
     toks = torch.arange(V).expand(cfg.n_seeds, -1)
-    top = (model._mean_embedding(toks[..., None]) @ model.keys.transpose(1, 2)).argmax(-1)
+    top = (model._mean_embedding(toks[..., None]) @ model.keys.transpose(1, 2)).argmax(
+        -1
+    )
     assert torch.equal(top, toks)
 
 
 @pytest.mark.parametrize("model", arithmetic.MODELS)
 def test_run_is_deterministic_and_reports_groups(model):
-    cfg = arithmetic.Config(model=model, modulus=5, per_value=2, n_chains=4, chain_len=2,
-                            steps=3, batch_size=8, d_model=16, eval_points=2)
+    cfg = arithmetic.Config(
+        model=model,
+        modulus=5,
+        per_value=2,
+        n_chains=4,
+        chain_len=2,
+        steps=3,
+        batch_size=8,
+        d_model=16,
+        eval_points=2,
+    )
     a, b = arithmetic.run(cfg), arithmetic.run(cfg)
     for k in ("train_acc", "probe_acc", "forward_acc", "reverse_acc"):
         assert a.history[k].shape == (2, 2)
@@ -101,6 +126,7 @@ def test_run_is_deterministic_and_reports_groups(model):
 
 def test_probes_in_training_adds_the_probed_facts(monkeypatch):
     import revlib.experiments.arithmetic as ar
+
     seen = {}
     real = ar.train
 
@@ -109,8 +135,16 @@ def test_probes_in_training_adds_the_probed_facts(monkeypatch):
         return real(model, loss, cfg, evals, n_train=n_train, **kw)
 
     monkeypatch.setattr(ar, "train", spy)
-    base = dict(modulus=5, per_value=2, n_chains=4, chain_len=2, steps=1, batch_size=8,
-                d_model=16, eval_points=2)
+    base = dict(
+        modulus=5,
+        per_value=2,
+        n_chains=4,
+        chain_len=2,
+        steps=1,
+        batch_size=8,
+        d_model=16,
+        eval_points=2,
+    )
     r = ar.run(ar.Config(**base))
     n_train, n_probes = r.task.train.shape[1], r.task.probes.shape[1]
     assert seen["n"] == n_train

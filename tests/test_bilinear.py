@@ -11,11 +11,15 @@ from revlib.theory import bilinear as theory
 
 
 def test_analytic_gradient_matches_autograd():
-    task = bilinear_data.bilinear_task(m=12, n=4, d=20, n_reverse_heldout=1, seeds=[0, 1])
+    task = bilinear_data.bilinear_task(
+        m=12, n=4, d=20, n_reverse_heldout=1, seeds=[0, 1]
+    )
     theta0 = 0.3 * torch.randn(2, 12, 12, generator=torch.Generator().manual_seed(0))
     model = Bilinear(2, 12, theta0)
     model.loss(task.coords, task.train_in, task.train_out).sum().backward()
-    analytic = theory.gradient(model.theta.detach(), task.coords, task.train_in, task.train_out)
+    analytic = theory.gradient(
+        model.theta.detach(), task.coords, task.train_in, task.train_out
+    )
     torch.testing.assert_close(model.theta.grad, analytic, rtol=1e-5, atol=1e-6)
 
 
@@ -26,20 +30,32 @@ def test_training_in_span_coordinates_equals_training_in_full_dimension():
     # the coordinates preserve every inner product
     torch.testing.assert_close(coords @ coords.T, vocab @ vocab.T)
     inp, out = torch.tensor([[0, 1, 2, 5, 6]]), torch.tensor([[5, 6, 7, 0, 1]])
-    theta_full = 0.1 * torch.randn(d, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    theta_full = 0.1 * torch.randn(
+        d, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
     q, _ = torch.linalg.qr(vocab.T)
     # choose the sign convention of the coordinates: vocab = coords @ basis^T
     basis = torch.linalg.lstsq(coords, vocab).solution.T
     theta_small = basis.T @ theta_full @ basis
     for _ in range(steps):
-        theta_full = theta_full - lr * theory.gradient(theta_full[None], vocab[None], inp, out)[0]
-        theta_small = theta_small - lr * theory.gradient(theta_small[None], coords[None], inp, out)[0]
-    torch.testing.assert_close(vocab @ theta_full @ vocab.T, coords @ theta_small @ coords.T)
+        theta_full = (
+            theta_full
+            - lr * theory.gradient(theta_full[None], vocab[None], inp, out)[0]
+        )
+        theta_small = (
+            theta_small
+            - lr * theory.gradient(theta_small[None], coords[None], inp, out)[0]
+        )
+    torch.testing.assert_close(
+        vocab @ theta_full @ vocab.T, coords @ theta_small @ coords.T
+    )
     assert q.shape == (d, m)
 
 
 def test_task_split_invariants():
-    task = bilinear_data.bilinear_task(m=30, n=10, d=8, n_reverse_heldout=3, seeds=[4, 5, 6])
+    task = bilinear_data.bilinear_task(
+        m=30, n=10, d=8, n_reverse_heldout=3, seeds=[4, 5, 6]
+    )
     for s in range(3):
         tokens = torch.cat([task.x[s], task.y[s]])
         assert len(set(tokens.tolist())) == 20  # 2n distinct tokens
@@ -65,7 +81,9 @@ def test_orthogonal_limit_solves_its_equation_and_matches_large_d():
     loss = theory.orthogonal_limit_train_loss(t, m=64, n_train=31)
     assert loss[0] == pytest.approx(math.log(64))
     s = np.log((64 - 1) / np.expm1(loss))
-    np.testing.assert_allclose(np.exp(s) + 63 * s - 1, 64 * t / 31, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        np.exp(s) + 63 * s - 1, 64 * t / 31, rtol=1e-9, atol=1e-9
+    )
     run = bilinear.run(bilinear.Config(d=4096, n_seeds=2, steps=200, eval_points=10))
     measured = run.train_loss.mean(axis=1)
     np.testing.assert_allclose(measured, run.predicted_train_loss(), rtol=0.05)
@@ -73,10 +91,12 @@ def test_orthogonal_limit_solves_its_equation_and_matches_large_d():
 
 def test_smallest_epsilon_by_hand():
     train_loss = np.array([[4.0], [2.0], [1.0]])
-    reverse = np.array([[4.0], [4.0 * 0.5 ** 0.1], [4.0 * 0.25 ** 0.05]])
+    reverse = np.array([[4.0], [4.0 * 0.5**0.1], [4.0 * 0.25**0.05]])
     # t=1: log(0.5^0.1)/log(0.5) = 0.1; t=2: log(0.25^0.05)/log(0.25) = 0.05
     np.testing.assert_allclose(theory.smallest_epsilon(train_loss, reverse), [0.1])
-    assert theory.smallest_epsilon(train_loss, np.array([[4.0], [5.0], [6.0]]))[0] == 0.0
+    assert (
+        theory.smallest_epsilon(train_loss, np.array([[4.0], [5.0], [6.0]]))[0] == 0.0
+    )
 
 
 def test_initial_probability_range_of_zero_init_is_uniform():
@@ -91,7 +111,9 @@ def test_reversal_curse_signature_small_run():
     assert np.all(run.train_loss[-1] < 0.1 * log_m)
     assert np.all(np.abs(run.reverse_loss[-1] - log_m) < 0.1 * log_m)
     # a model that did learn the reverse fact would fail this: the test can fail
-    assert np.all(run.forward_logits[:, 0, 0] > 3) and np.all(np.abs(run.reverse_logits[:, 0, 0]) < 1)
+    assert np.all(run.forward_logits[:, 0, 0] > 3) and np.all(
+        np.abs(run.reverse_logits[:, 0, 0]) < 1
+    )
 
 
 def test_controls_give_the_answer_or_remove_the_training():
@@ -107,17 +129,28 @@ def test_controls_give_the_answer_or_remove_the_training():
     np.testing.assert_allclose(frozen.train_loss, log_m, rtol=1e-5)
     np.testing.assert_allclose(frozen.reverse_loss, log_m, rtol=1e-5)
     assert np.all(frozen.forward_logits == 0.0)
-    sgd = bilinear.run(bilinear.Config(no_training=True, optimizer="sgd", batch_size=4, **kw))
+    sgd = bilinear.run(
+        bilinear.Config(no_training=True, optimizer="sgd", batch_size=4, **kw)
+    )
     np.testing.assert_allclose(sgd.train_loss, log_m, rtol=1e-5)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"n": 40, "m": 64}, "n"), ({"m": 2}, "m"), ({"d": 0}, "d"),
-    ({"n_reverse_heldout": 0}, "n_reverse_heldout"), ({"optimizer": "adam"}, "optimizer"),
-    ({"init": "random"}, "init"), ({"lr": -1.0}, "lr"), ({"n_seeds": 0}, "n_seeds"),
-    ({"optimizer": "sgd"}, "batch_size"), ({"reverse_in_training": 1}, "reverse_in_training"),
-    ({"no_training": "yes"}, "no_training"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"n": 40, "m": 64}, "n"),
+        ({"m": 2}, "m"),
+        ({"d": 0}, "d"),
+        ({"n_reverse_heldout": 0}, "n_reverse_heldout"),
+        ({"optimizer": "adam"}, "optimizer"),
+        ({"init": "random"}, "init"),
+        ({"lr": -1.0}, "lr"),
+        ({"n_seeds": 0}, "n_seeds"),
+        ({"optimizer": "sgd"}, "batch_size"),
+        ({"reverse_in_training": 1}, "reverse_in_training"),
+        ({"no_training": "yes"}, "no_training"),
+    ],
+)
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         bilinear.Config(**kwargs)

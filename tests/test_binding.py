@@ -49,12 +49,14 @@ def test_sgd_formula_matches_autograd():
     alpha, beta, ca, cb = torch.randn(5), torch.randn(5), torch.randn(3), torch.randn(3)
     loss = (ca * (V @ alpha)).sum() ** 2 + (cb * (V @ beta)).sum()
     a, b = V @ alpha, V @ beta
-    ga, gb = 2 * (ca @ a) * ca, cb   # dL/da, dL/db by hand
+    ga, gb = 2 * (ca @ a) * ca, cb  # dL/da, dL/db by hand
     (G,) = torch.autograd.grad(loss, V)
     eta = 0.1
     dV = -eta * G
     da, db = theory.sgd_delta(alpha, beta, ga.detach(), gb, eta)
-    assert torch.allclose(da, dV @ alpha, atol=1e-5) and torch.allclose(db, dV @ beta, atol=1e-5)
+    assert torch.allclose(da, dV @ alpha, atol=1e-5) and torch.allclose(
+        db, dV @ beta, atol=1e-5
+    )
     # orthogonal inputs: no interference
     beta_perp = beta - (beta @ alpha) / (alpha @ alpha) * alpha
     da0, _ = theory.sgd_delta(alpha, beta_perp, ga.detach(), gb, eta)
@@ -69,8 +71,9 @@ def test_preconditioned_formula_reduces_to_sgd_for_constant_p():
 
 
 def _small(**kw):
-    return entanglement.step_check(entanglement.Config(d_model=16, n_head=2, n_seeds=2,
-                                                       adam_steps=2, **kw))
+    return entanglement.step_check(
+        entanglement.Config(d_model=16, n_head=2, n_seeds=2, adam_steps=2, **kw)
+    )
 
 
 def test_step_check_exact_cases():
@@ -85,15 +88,18 @@ def test_step_check_exact_cases():
 
 
 def test_step_check_controls_break_what_they_name():
-    removed, met, disjoint = (_small(assumptions="removed"), _small(assumptions="met"),
-                              _small(disjoint=True))
+    removed, met, disjoint = (
+        _small(assumptions="removed"),
+        _small(assumptions="met"),
+        _small(disjoint=True),
+    )
     for k in entanglement.EXACT:
-        assert removed.rel_error[k].min() > 1e-2, k        # alpha, beta move: not exact
+        assert removed.rel_error[k].min() > 1e-2, k  # alpha, beta move: not exact
     for k in entanglement.INEXACT:
-        assert met.rel_error[k].max() < 1e-2, k            # assumptions given: (nearly) exact
-    np.testing.assert_array_equal(disjoint.drag, 0.0)      # alpha^T beta = 0: no drag
+        assert met.rel_error[k].max() < 1e-2, k  # assumptions given: (nearly) exact
+    np.testing.assert_array_equal(disjoint.drag, 0.0)  # alpha^T beta = 0: no drag
     for k in entanglement.EXACT:
-        assert disjoint.rel_error[k].max() < 1e-9, k       # the formula still holds
+        assert disjoint.rel_error[k].max() < 1e-9, k  # the formula still holds
 
 
 def test_entanglement_config_errors():
@@ -108,11 +114,14 @@ def test_shuffled_names_permute_entities_per_seed():
     sh = entanglement.shuffled_names(names)
     assert sh.shape == names.shape and not torch.equal(sh, names)
     for s in range(2):
-        assert sorted(map(tuple, sh[s].tolist())) == sorted(map(tuple, names[s].tolist()))
+        assert sorted(map(tuple, sh[s].tolist())) == sorted(
+            map(tuple, names[s].tolist())
+        )
 
 
 def test_reverse_in_training_trains_the_held_out_facts(monkeypatch):
     import revlib.experiments.surface_names as sn
+
     seen = {}
     real = sn.train
 
@@ -121,8 +130,18 @@ def test_reverse_in_training_trains_the_held_out_facts(monkeypatch):
         return real(model, loss, cfg, evals, n_train=n_train, **kw)
 
     monkeypatch.setattr(sn, "train", spy)
-    base = dict(n_a=8, n_b=8, n_rel=1, multiplicity=0, steps=1, batch_size=4, d_model=16,
-                n_head=2, n_seeds=1, eval_points=2)
+    base = dict(
+        n_a=8,
+        n_b=8,
+        n_rel=1,
+        multiplicity=0,
+        steps=1,
+        batch_size=4,
+        d_model=16,
+        n_head=2,
+        n_seeds=1,
+        eval_points=2,
+    )
     task = binding_task(8, 8, 1, 0, [0])
     sizes = {k: task.facts[k].shape[1] for k in ("train", "atomic", "test")}
     sn.run(sn.Config(**base))
@@ -136,12 +155,17 @@ def test_reverse_in_training_trains_the_held_out_facts(monkeypatch):
 def test_stored_records_predating_a_control_field_take_its_default():
     from pathlib import Path
     from revlib import records
-    df = records.load(Path(__file__).resolve().parent.parent / "data/sweeps/surface_names")
+
+    df = records.load(
+        Path(__file__).resolve().parent.parent / "data/sweeps/surface_names"
+    )
     assert "reverse_in_training" not in df.columns
     assert records.config_of(df.iloc[0], steps=10).reverse_in_training is False
 
 
-@pytest.mark.parametrize("field,value", [("multiplicity", -1), ("n_seeds", 0), ("d_model", 30)])
+@pytest.mark.parametrize(
+    "field,value", [("multiplicity", -1), ("n_seeds", 0), ("d_model", 30)]
+)
 def test_config_errors_name_the_field(field, value):
     with pytest.raises(ValueError, match=field if field != "d_model" else "d_model"):
         surface_names.Config(**{field: value})
@@ -154,6 +178,7 @@ def test_bad_multiplicity_rejected():
 
 def test_infonce_loss_hand_case():
     from revlib.models.jepa import infonce_loss
+
     # B = 1, P = 2: logits [pred.c0, pred.c1] = [0, 1]; gold is the last patch (index 1)
     pred = torch.tensor([[[1.0, 0.0]]])
     concepts = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]]]])
@@ -164,13 +189,17 @@ def test_infonce_loss_hand_case():
 def test_jepa_patches_and_memory_lookup_is_per_entity():
     from revlib.experiments import jepa
     from revlib.models.jepa import JEPA, JEPAConfig
+
     task = binding_task(50, 50, 1, 10, [0])
     p, last, gold = jepa.patches(task, "test")
     assert p.shape == (1, 25, 4, 2) and torch.equal(p[0, :, 3], task.names[0, gold[0]])
-    assert bool((p[..., 1:3, 1] == task.vocab_size).all())          # relation and mask padded
+    assert bool((p[..., 1:3, 1] == task.vocab_size).all())  # relation and mask padded
     keys = jepa._memory_keys(task)
-    model = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1, memory=True, d_model=64), 1,
-                 memory_keys=keys)
+    model = JEPA(
+        JEPAConfig(vocab_size=task.vocab_size + 1, memory=True, d_model=64),
+        1,
+        memory_keys=keys,
+    )
     c = model.concepts(task.names, torch.ones(1, 100, dtype=torch.long))
     # top-1 with keys = mean name embeddings: (almost) every entity reads its own value
     own = (c[0] @ model.values[0].T).argmax(-1) == torch.arange(100)
@@ -179,41 +208,65 @@ def test_jepa_patches_and_memory_lookup_is_per_entity():
 
 def test_layernorm_concepts_normalise_prediction_and_candidates_but_not_the_context():
     from revlib.models.jepa import JEPA, JEPAConfig
+
     task = binding_task(50, 50, 1, 10, [0])
     from revlib.experiments import jepa
+
     p, last, _ = jepa.patches(task, "train")
     model = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1, concept_ln="layernorm"), 1)
     pred, cand = model(p, last)
-    for x in (pred, cand):   # gain 1, bias 0 at init: zero mean, unit variance per vector
+    for x in (
+        pred,
+        cand,
+    ):  # gain 1, bias 0 at init: zero mean, unit variance per vector
         assert torch.allclose(x.mean(-1), torch.zeros(()), atol=1e-5)
-        var = x.var(-1, unbiased=False)       # just below 1: LayerNorm's eps 1e-5 vs small inputs
+        var = x.var(
+            -1, unbiased=False
+        )  # just below 1: LayerNorm's eps 1e-5 vs small inputs
         assert bool(((var > 0.95) & (var <= 1.0 + 1e-5)).all())
     raw = model.concepts(p[:, :, 3], last[:, :, 3])
-    assert raw.norm(dim=-1).mean() < 1.0      # raw concepts (the semantic module's input) are small
+    assert (
+        raw.norm(dim=-1).mean() < 1.0
+    )  # raw concepts (the semantic module's input) are small
     rms = JEPA(JEPAConfig(vocab_size=task.vocab_size + 1), 1)
     pred, cand = rms(p, last)
-    assert torch.allclose(pred.pow(2).mean(-1), torch.ones(()), atol=2e-2)   # RMS norm, eps 1e-5
-    assert torch.equal(cand[:, :, 3], rms.concepts(p[:, :, 3], last[:, :, 3]))  # targets untouched
+    assert torch.allclose(
+        pred.pow(2).mean(-1), torch.ones(()), atol=2e-2
+    )  # RMS norm, eps 1e-5
+    assert torch.equal(
+        cand[:, :, 3], rms.concepts(p[:, :, 3], last[:, :, 3])
+    )  # targets untouched
 
 
-def test_relation_blindness_counts_answers_of_the_head_under_another_relation(monkeypatch):
+def test_relation_blindness_counts_answers_of_the_head_under_another_relation(
+    monkeypatch,
+):
     from revlib.experiments import jepa
+
     task = binding_task(20, 10, 2, 5, [0])
-    res = jepa.Result(config=jepa.Config(n_a=20, n_b=10, n_rel=2, multiplicity=5, n_seeds=1),
-                      task=task, model=None, history=None)
+    res = jepa.Result(
+        config=jepa.Config(n_a=20, n_b=10, n_rel=2, multiplicity=5, n_seeds=1),
+        task=task,
+        model=None,
+        history=None,
+    )
     f = task.facts["train"][0]
     tails = {}
     for h, r, t in f.tolist():
-        tails.setdefault(h, {})[r // 2] = t                 # one answer per head and relation pair
+        tails.setdefault(h, {})[r // 2] = t  # one answer per head and relation pair
     wrong = torch.tensor([tails[h][1 - r // 2] for h, r, _ in f.tolist()])
     answer = {"gold": f[:, 2], "other": wrong}
 
     def scores(model, task, p, last, pick=None):
-        return torch.nn.functional.one_hot(answer[pick], 30).float()[None, :p.shape[1]]
+        return torch.nn.functional.one_hot(answer[pick], 30).float()[None, : p.shape[1]]
 
-    same = float((wrong[:30] == f[:30, 2]).float().mean())  # partners that coincide: correct
+    same = float(
+        (wrong[:30] == f[:30, 2]).float().mean()
+    )  # partners that coincide: correct
     for pick, expected in (("gold", (1.0, 0.0)), ("other", (same, 1.0 - same))):
-        monkeypatch.setattr(jepa, "_scores", lambda *a, pick=pick: scores(*a, pick=pick))
+        monkeypatch.setattr(
+            jepa, "_scores", lambda *a, pick=pick: scores(*a, pick=pick)
+        )
         out = jepa.relation_blindness(res, "train", n=30)
         assert np.allclose((out["correct"][0], out["other_relation"][0]), expected)
     with pytest.raises(ValueError, match="split"):
@@ -223,6 +276,7 @@ def test_relation_blindness_counts_answers_of_the_head_under_another_relation(mo
 def test_jepa_config_errors():
     from revlib.experiments import jepa
     from revlib.models.jepa import JEPAConfig
+
     with pytest.raises(ValueError, match="concept_ln"):
         jepa.Config(concept_ln="cosine")
     with pytest.raises(ValueError, match="concept_ln"):
@@ -238,17 +292,31 @@ def test_jepa_config_errors():
 
 def test_sweep_trains_shared_configs_once_and_writes_atomically(tmp_path, monkeypatch):
     from revlib.experiments import jepa
+
     monkeypatch.setattr(jepa, "SWEEP", {"a": [{}], "b": [{}, dict(d_model=16)]})
     calls = []
     real_run = jepa.run
     monkeypatch.setattr(jepa, "run", lambda cfg: calls.append(cfg) or real_run(cfg))
-    base = jepa.Config(n_a=40, n_b=20, n_rel=1, multiplicity=5, batch_size=16, steps=2,
-                       n_seeds=2, n_eval=10, eval_points=2, d_model=32)
+    base = jepa.Config(
+        n_a=40,
+        n_b=20,
+        n_rel=1,
+        multiplicity=5,
+        batch_size=16,
+        steps=2,
+        n_seeds=2,
+        n_eval=10,
+        eval_points=2,
+        d_model=32,
+    )
     out = tmp_path / "sweep.json"
     rows = jepa.sweep(base, out=str(out))
     assert len(rows) == 3 and len(calls) == 2
-    assert rows[0]["test_acc"] == rows[1]["test_acc"] and rows[0]["sweep"] != rows[1]["sweep"]
-    assert np.array(rows[2]["test_acc"]).shape == (2, 2)                # [seed, eval point]
+    assert (
+        rows[0]["test_acc"] == rows[1]["test_acc"]
+        and rows[0]["sweep"] != rows[1]["sweep"]
+    )
+    assert np.array(rows[2]["test_acc"]).shape == (2, 2)  # [seed, eval point]
     assert jepa.load_sweep(str(out)) == json.loads(json.dumps(rows))
     assert not (tmp_path / "sweep.json.tmp").exists()
     assert {"git", "run_time_s", "cpu_time_s", "config", "seeds"} <= set(rows[0])
@@ -256,6 +324,7 @@ def test_sweep_trains_shared_configs_once_and_writes_atomically(tmp_path, monkey
 
 def test_test_first_tokens_counts_the_answer_type():
     from revlib.data.binding import binding_task
+
     one = binding_task(40, 24, 1, 0, [0, 1])
     assert one.test_first_tokens().tolist() == [24, 24]
     names = binding_task(40, 24, 1, 4, [0])

@@ -47,13 +47,24 @@ def test_one_gd_step_on_chains_lowers_heldout_Y_AC_by_the_formula():
     nll(model(seq[..., :1], seq[..., 1]), seq[..., 2]).mean().backward()
     a, c = task.a[0, 0], task.c[0, 0]
     assert model.Y.grad[0, a, c].item() == pytest.approx(1 / 20 / task.n_train)
-    analytic = theory.gradient_Y(model.Y.detach(), seq[..., 0], seq[..., 1], seq[..., 2])
+    analytic = theory.gradient_Y(
+        model.Y.detach(), seq[..., 0], seq[..., 1], seq[..., 2]
+    )
     torch.testing.assert_close(model.Y.grad, analytic)
 
 
 def test_small_run_shows_intransitivity_and_two_step_success():
-    cfg = cot.Config(vocab_size=50, n=12, n_heldout=4, n_seeds=1, steps=150, epochs=1,
-                     related_epochs=0, batch_size=8, eval_points=4)
+    cfg = cot.Config(
+        vocab_size=50,
+        n=12,
+        n_heldout=4,
+        n_seeds=1,
+        steps=150,
+        epochs=1,
+        related_epochs=0,
+        batch_size=8,
+        eval_points=4,
+    )
     r = cot.run(cfg)
     assert r.reparam.history["p_AB"][-1, 0] > 0.9
     assert r.reparam_Y_AC_heldout.max() <= 0.0
@@ -62,10 +73,16 @@ def test_small_run_shows_intransitivity_and_two_step_success():
     assert r.reparam.blocks["C|A"].shape == (1, 12, 12) and r.related is None
 
 
-@pytest.mark.parametrize("kwargs, field", [({"n_heldout": 0}, "n_heldout"), ({"n": 200}, "n"),
-                                           ({"d_model": 30, "n_head": 4}, "d_model"),
-                                           ({"batch_size": 10_000}, "batch_size"),
-                                           ({"related_heldout": 150}, "related_heldout")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"n_heldout": 0}, "n_heldout"),
+        ({"n": 200}, "n"),
+        ({"d_model": 30, "n_head": 4}, "d_model"),
+        ({"batch_size": 10_000}, "batch_size"),
+        ({"related_heldout": 150}, "related_heldout"),
+    ],
+)
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         cot.Config(**kwargs)
@@ -73,27 +90,44 @@ def test_config_errors_name_the_field(kwargs, field):
 
 def test_heldout_in_training_appends_the_heldout_sentences():
     base = chains.chain_task(vocab_size=50, n=10, n_heldout=4, seeds=[2])
-    given = chains.chain_task(vocab_size=50, n=10, n_heldout=4, seeds=[2],
-                              heldout_in_training=True)
+    given = chains.chain_task(
+        vocab_size=50, n=10, n_heldout=4, seeds=[2], heldout_in_training=True
+    )
     assert torch.equal(given.heldout, base.heldout)
     assert torch.equal(given.train, torch.cat([base.train, base.heldout], dim=1))
-    rel = chains.related_task(alphabet=20, n_train=6, n_heldout=3, seeds=[5],
-                              heldout_in_training=True)
+    rel = chains.related_task(
+        alphabet=20, n_train=6, n_heldout=3, seeds=[5], heldout_in_training=True
+    )
     assert rel.train.shape == (1, 9 + 9 + 6 + 3, 5)
-    assert {tuple(x) for x in rel.heldout[0].tolist()} <= {tuple(x) for x in rel.train[0].tolist()}
+    assert {tuple(x) for x in rel.heldout[0].tolist()} <= {
+        tuple(x) for x in rel.train[0].tolist()
+    }
 
 
 def test_controls_of_the_chain_experiment():
-    tiny = dict(vocab_size=50, n=12, n_heldout=4, n_seeds=1, steps=150, epochs=2,
-                related_epochs=0, batch_size=8, eval_points=4)
+    tiny = dict(
+        vocab_size=50,
+        n=12,
+        n_heldout=4,
+        n_seeds=1,
+        steps=150,
+        epochs=2,
+        related_epochs=0,
+        batch_size=8,
+        eval_points=4,
+    )
     frozen = cot.run(cot.Config(no_training=True, **tiny))
     # untrained: Y = Z = 0, every answer at 1/|V|, and nothing is answered right
     assert frozen.reparam.history["p_AB"][-1, 0] == pytest.approx(1 / 50)
     assert frozen.reparam.two_step_acc[0] == 0.0
-    assert np.allclose(frozen.transformer.history["nll_train"][0],
-                       frozen.transformer.history["nll_train"][-1])
+    assert np.allclose(
+        frozen.transformer.history["nll_train"][0],
+        frozen.transformer.history["nll_train"][-1],
+    )
     given = cot.run(cot.Config(heldout_in_training=True, **tiny))
     # the answer given: the held-out two-hop fact is learnt, so Y[A_i, C_i] rises
-    assert given.reparam_Y_AC_heldout[-1, 0] > 0.5 and given.reparam.direct_acc[0] == 1.0
+    assert (
+        given.reparam_Y_AC_heldout[-1, 0] > 0.5 and given.reparam.direct_acc[0] == 1.0
+    )
     with pytest.raises(ValueError, match="no_training"):
         cot.Config(no_training=1)

@@ -12,10 +12,12 @@ import pytest
 from revlib import sweeps
 from revlib.config import ExperimentConfig
 
-NOT_A_VALUE = object()   # the wrong type for every field
+NOT_A_VALUE = object()  # the wrong type for every field
 # Known gaps, each to be closed in its module (strict: the case fails once it is closed,
 # so the entry is then removed): a non-tuple passed as a tuple field.
-KNOWN_GAPS: set[tuple[str, str, str]] = set()  # (experiment, field, case) not yet checked
+KNOWN_GAPS: set[tuple[str, str, str]] = (
+    set()
+)  # (experiment, field, case) not yet checked
 
 
 def _fields():
@@ -30,7 +32,7 @@ def _fields():
 def _bad_values(kind):
     bad = [("wrong type", NOT_A_VALUE)]
     if kind in (int, float):
-        bad += [("far below", -10**12), ("far above", 10**12)]
+        bad += [("far below", -(10**12)), ("far above", 10**12)]
     if kind is bool:
         bad += [("an int for a bool", 1)]
     if kind is int:
@@ -38,10 +40,19 @@ def _bad_values(kind):
     return bad
 
 
-CASES = [pytest.param(name, field, value, id=f"{name}.{field}:{what}",
-                      marks=[pytest.mark.xfail(strict=True, reason="known gap")]
-                      if (name, field, what) in KNOWN_GAPS else [])
-         for name, field, kind in _fields() for what, value in _bad_values(kind)]
+CASES = [
+    pytest.param(
+        name,
+        field,
+        value,
+        id=f"{name}.{field}:{what}",
+        marks=[pytest.mark.xfail(strict=True, reason="known gap")]
+        if (name, field, what) in KNOWN_GAPS
+        else [],
+    )
+    for name, field, kind in _fields()
+    for what, value in _bad_values(kind)
+]
 
 
 @pytest.mark.parametrize("name, field, value", CASES)
@@ -71,7 +82,12 @@ def test_the_base_gives_the_shared_fields_and_the_optimiser():
     assert {"seed", "n_seeds"} <= own
     assert "seed" not in surface_names.Config.__dict__.get("__annotations__", {})
     tc = jepa.Config(steps=10, lr=0.5, batch_size=4, eval_points=3).train_config()
-    assert (tc.optimizer, tc.steps, tc.lr, tc.batch_size, tc.eval_points) == \
-        ("adamw", 10, 0.5, 4, 3)
+    assert (tc.optimizer, tc.steps, tc.lr, tc.batch_size, tc.eval_points) == (
+        "adamw",
+        10,
+        0.5,
+        4,
+        3,
+    )
     assert ff_vs_attention.Config(momentum=0.5).train_config().momentum == 0.5
     assert ff_vs_attention.Config().train_config().optimizer == "sgd"

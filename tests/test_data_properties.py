@@ -95,6 +95,7 @@ def rows(t: torch.Tensor) -> set:
 
 # ---------------------------------------------------------------- arithmetic
 
+
 def check_arithmetic(t: arithmetic.ArithmeticTask, P, c, n_chains, K, S):
     n_tok = P + P * c + n_chains * K
     assert t.values.shape == (S, n_tok) and t.vocab_size == n_tok + 2
@@ -122,15 +123,20 @@ def test_arithmetic_task_over_seeds_and_sizes():
     for seeds, t in check_odd_seeds(arithmetic.arithmetic_task, 5, 2, 3, 2, 0.5):
         check_arithmetic(t, 5, 2, 3, 2, len(seeds))
     good = dict(modulus=5, per_value=2, n_chains=3, chain_len=2, core_frac=0.5)
-    bad = {"modulus": [2, 0, -1, 5.0, None, 10**5 + 1], "per_value": [0, -1, 1001, 1.5],
-           "n_chains": [0, -3, True], "chain_len": [0, 101, None],
-           "core_frac": [-0.1, 1.1, NAN, math.inf, None, "0.5"]}
+    bad = {
+        "modulus": [2, 0, -1, 5.0, None, 10**5 + 1],
+        "per_value": [0, -1, 1001, 1.5],
+        "n_chains": [0, -3, True],
+        "chain_len": [0, 101, None],
+        "core_frac": [-0.1, 1.1, NAN, math.inf, None, "0.5"],
+    }
     for name, values in bad.items():
         for value in values:
             fails(arithmetic.arithmetic_task, name, **{**good, name: value}, seeds=[0])
 
 
 # ---------------------------------------------------------------- bilinear
+
 
 def check_bilinear(t: bilinear.BilinearTask, m, n, d, k, S):
     assert t.coords.shape == (S, m, min(d, m)) and t.x.shape == t.y.shape == (S, n)
@@ -154,8 +160,12 @@ def test_bilinear_task_and_embeddings_over_seeds_and_sizes():
     for seeds, t in check_odd_seeds(bilinear.bilinear_task, 10, 3, 4, 1):
         check_bilinear(t, 10, 3, 4, 1, len(seeds))
     good = dict(m=10, n=3, d=4, n_reverse_heldout=1)
-    bad = {"m": [1, 0, -2, 100_001, 10.0], "n": [0, 6, -1, None],
-           "d": [0, -1, 1_000_001, 2.5], "n_reverse_heldout": [0, 4, None]}
+    bad = {
+        "m": [1, 0, -2, 100_001, 10.0],
+        "n": [0, 6, -1, None],
+        "d": [0, -1, 1_000_001, 2.5],
+        "n_reverse_heldout": [0, 4, None],
+    }
     for name, values in bad.items():
         for value in values:
             fails(bilinear.bilinear_task, name, **{**good, name: value}, seeds=[0])
@@ -172,6 +182,7 @@ def test_bilinear_task_and_embeddings_over_seeds_and_sizes():
 
 # ---------------------------------------------------------------- binding
 
+
 def check_binding(t: binding.BindingTask, n_a, n_b, n_rel, mult, S):
     E = n_a + n_b
     L = 1 if mult == 0 else 2
@@ -181,7 +192,7 @@ def check_binding(t: binding.BindingTask, n_a, n_b, n_rel, mult, S):
     assert t.facts["train"].shape == (S, 2 * half, 3)
     assert t.facts["atomic"].shape == t.facts["test"].shape == (S, n_rel * n_b // 2, 3)
     for s in range(S):
-        assert len(rows(t.names[s])) == E            # all names differ
+        assert len(rows(t.names[s])) == E  # all names differ
         train, atomic, test = (t.facts[k][s] for k in binding.SPLITS)
         assert (train[:, [0, 2]] < n_a).all() and (atomic[:, [0, 2]] >= n_a).all()
         assert (train[:, 1] < 2 * n_rel).all() and (atomic[:, 1] < 2 * n_rel).all()
@@ -196,8 +207,15 @@ def check_binding(t: binding.BindingTask, n_a, n_b, n_rel, mult, S):
 
 
 def test_binding_task_over_seeds_and_sizes():
-    sizes = [(2, 2, 1, 0), (2, 2, 1, 1), (2, 2, 1, 2), (4, 4, 2, 2), (6, 6, 1, 3),
-             (4, 12, 3, 4), (10, 6, 2, 0)]
+    sizes = [
+        (2, 2, 1, 0),
+        (2, 2, 1, 1),
+        (2, 2, 1, 2),
+        (4, 4, 2, 2),
+        (6, 6, 1, 3),
+        (4, 12, 3, 4),
+        (10, 6, 2, 0),
+    ]
     for n_a, n_b, n_rel, mult in sizes:
         for seeds in seed_lists()[::2]:
             t = deterministic(binding.binding_task, n_a, n_b, n_rel, mult, seeds)
@@ -205,8 +223,12 @@ def test_binding_task_over_seeds_and_sizes():
     for seeds, t in check_odd_seeds(binding.binding_task, 4, 4, 1, 2):
         check_binding(t, 4, 4, 1, 2, len(seeds))
     good = dict(n_a=4, n_b=4, n_rel=1, multiplicity=2)
-    bad = {"n_a": [0, 1, 3, -2, 4.0, None], "n_b": [0, 5, 10**6 + 2],
-           "n_rel": [0, 101, -1], "multiplicity": [-1, 3, 4, 5, 10**4 + 1, 1.5, None]}
+    bad = {
+        "n_a": [0, 1, 3, -2, 4.0, None],
+        "n_b": [0, 5, 10**6 + 2],
+        "n_rel": [0, 101, -1],
+        "multiplicity": [-1, 3, 4, 5, 10**4 + 1, 1.5, None],
+    }
     for name, values in bad.items():
         for value in values:
             fails(binding.binding_task, name, **{**good, name: value}, seeds=[0])
@@ -218,11 +240,14 @@ def test_binding_task_over_seeds_and_sizes():
 def test_names_with_multiplicity_over_seeds_and_sizes():
     for E, m in [(1, 1), (4, 1), (4, 2), (9, 3), (12, 2), (60, 5)]:
         for seed in SEEDS:
-            names = deterministic(lambda: binding.names_with_multiplicity(
-                E, m, torch.Generator().manual_seed(seed)))
+            names = deterministic(
+                lambda: binding.names_with_multiplicity(
+                    E, m, torch.Generator().manual_seed(seed)
+                )
+            )
             F = E // m
             assert names.shape == (E, 2) and len(rows(names)) == E
-            each = torch.full((F,), m)   # every token is shared by m entities
+            each = torch.full((F,), m)  # every token is shared by m entities
             assert torch.equal(torch.bincount(names[:, 0], minlength=F), each)
             last = names[:, 1] - F
             assert last.min() >= 0
@@ -237,6 +262,7 @@ def test_names_with_multiplicity_over_seeds_and_sizes():
 
 
 # ---------------------------------------------------------------- chains
+
 
 def check_chain(t: chains.ChainTask, vocab, n, k, S, in_training, L=3):
     assert t.a.shape == t.b.shape == t.c.shape == (S, n)
@@ -257,14 +283,18 @@ def test_chain_task_over_seeds_and_sizes():
     for vocab, n, k in [(5, 1, 0), (5, 1, 1), (20, 6, 6), (30, 4, 2), (11, 3, 1)]:
         for flag in (False, True):
             for seeds in seed_lists()[::2]:
-                t = deterministic(chains.chain_task, vocab, n, k, seeds,
-                                  heldout_in_training=flag)
+                t = deterministic(
+                    chains.chain_task, vocab, n, k, seeds, heldout_in_training=flag
+                )
                 check_chain(t, vocab, n, k, len(seeds), flag)
     for seeds, t in check_odd_seeds(chains.chain_task, 20, 4, 2):
         check_chain(t, 20, 4, 2, len(seeds), False)
     good = dict(vocab_size=20, n=4, n_heldout=2)
-    bad = {"vocab_size": [4, 0, -1, 100_001, 20.0], "n": [0, 7, -1, None],
-           "n_heldout": [-1, 5, 1.5]}
+    bad = {
+        "vocab_size": [4, 0, -1, 100_001, 20.0],
+        "n": [0, 7, -1, None],
+        "n_heldout": [-1, 5, 1.5],
+    }
     for name, values in bad.items():
         for value in values:
             fails(chains.chain_task, name, **{**good, name: value}, seeds=[0])
@@ -275,14 +305,23 @@ def test_related_task_over_seeds_and_sizes():
     for alphabet, n_train, k in sizes:
         for flag in (False, True):
             for seeds in seed_lists()[::2]:
-                t = deterministic(chains.related_task, alphabet, n_train, k, seeds,
-                                  heldout_in_training=flag)
+                t = deterministic(
+                    chains.related_task,
+                    alphabet,
+                    n_train,
+                    k,
+                    seeds,
+                    heldout_in_training=flag,
+                )
                 check_chain(t, alphabet + 5, n_train + k, k, len(seeds), flag, L=5)
     for seeds, t in check_odd_seeds(chains.related_task, 10, 4, 2):
         check_chain(t, 15, 6, 2, len(seeds), False, L=5)
     good = dict(alphabet=10, n_train=4, n_heldout=2)
-    bad = {"alphabet": [0, -1, 100_001, None], "n_train": [-1, 11, 2.0],
-           "n_heldout": [-1, 7, None]}
+    bad = {
+        "alphabet": [0, -1, 100_001, None],
+        "n_train": [-1, 11, 2.0],
+        "n_heldout": [-1, 7, None],
+    }
     for name, values in bad.items():
         for value in values:
             fails(chains.related_task, name, **{**good, name: value}, seeds=[0])
@@ -290,6 +329,7 @@ def test_related_task_over_seeds_and_sizes():
 
 
 # ---------------------------------------------------------------- noisy recall
+
 
 def check_noisy(d: noisy_recall.NoisyRecall, n, T, alpha, S):
     assert d.x.shape == d.y.shape == d.occurrence.shape == d.noise.shape == (S, n, T)
@@ -315,8 +355,12 @@ def test_noisy_recall_sample_over_seeds_and_sizes():
     for seeds, d in check_odd_seeds(lambda s: noisy_recall.sample(s, 2, 8, 0.2)):
         check_noisy(d, 2, 8, 0.2, len(seeds))
     good = dict(n=2, seq_len=8, alpha=0.2, stream=0)
-    bad = {"n": [0, -1, 10**7 + 1, 2.0], "seq_len": [1, 0, 10**5 + 1, None],
-           "alpha": [-0.1, 1.1, NAN, None], "stream": [-1, 10**6 + 1, 0.5]}
+    bad = {
+        "n": [0, -1, 10**7 + 1, 2.0],
+        "seq_len": [1, 0, 10**5 + 1, None],
+        "alpha": [-0.1, 1.1, NAN, None],
+        "stream": [-1, 10**6 + 1, 0.5],
+    }
     for name, values in bad.items():
         for value in values:
             fails(noisy_recall.sample, name, [0], **{**good, name: value})
@@ -329,6 +373,7 @@ def test_noisy_recall_sample_over_seeds_and_sizes():
 
 
 # ---------------------------------------------------------------- IOI prompts
+
 
 def check_ioi(items, n, remove_io):
     assert len(items) == n
@@ -343,8 +388,9 @@ def test_ioi_prompts_over_seeds_and_sizes():
     for n in [1, 2, 17]:
         for remove_io in (False, True):
             for seed in SEEDS + [-1, 2**64, 1.5]:
-                items = deterministic(probe_prompts.ioi_prompts, n, seed,
-                                      remove_io=remove_io)
+                items = deterministic(
+                    probe_prompts.ioi_prompts, n, seed, remove_io=remove_io
+                )
                 check_ioi(items, n, remove_io)
     for seed in ODD_SEEDS:
         items = task_or_error(probe_prompts.ioi_prompts, "seed", 3, seed)
@@ -356,6 +402,7 @@ def test_ioi_prompts_over_seeds_and_sizes():
 
 # ---------------------------------------------------------------- reversal
 
+
 def check_reversal(t: reversal.ReversalTask, M, n, k, S, typed):
     first = 4 if typed else 2
     assert t.a.shape == t.b.shape == (S, n) and t.n_train == 2 * n - k
@@ -364,10 +411,22 @@ def check_reversal(t: reversal.ReversalTask, M, n, k, S, typed):
     for s in range(S):
         ents = torch.cat([t.a[s], t.b[s]]).tolist()
         assert len(set(ents)) == 2 * n and min(ents) >= first and max(ents) < M
-        sent = torch.cat([t.train_ctx[s][:, :1], t.train_query[s][:, None],
-                          t.train_target[s][:, None]], 1)
-        held = torch.cat([t.heldout_ctx[s][:, :1], t.heldout_query[s][:, None],
-                          t.heldout_target[s][:, None]], 1)
+        sent = torch.cat(
+            [
+                t.train_ctx[s][:, :1],
+                t.train_query[s][:, None],
+                t.train_target[s][:, None],
+            ],
+            1,
+        )
+        held = torch.cat(
+            [
+                t.heldout_ctx[s][:, :1],
+                t.heldout_query[s][:, None],
+                t.heldout_target[s][:, None],
+            ],
+            1,
+        )
         assert not rows(sent) & rows(held)
         if typed:
             types = set(t.train_ctx[s][:, 1].tolist())
@@ -387,8 +446,11 @@ def test_reversal_task_over_seeds_and_sizes(typed):
     for seeds, t in check_odd_seeds(fn, 14, 3, 1):
         check_reversal(t, 14, 3, 1, len(seeds), typed)
     good = dict(M=14, n=3, n_heldout=1)
-    bad = {"M": [low - 1, 0, -1, 100_001, 14.0, None],
-           "n": [0, (14 - reserved) // 2 + 1, -1], "n_heldout": [-1, 4, 0.5]}
+    bad = {
+        "M": [low - 1, 0, -1, 100_001, 14.0, None],
+        "n": [0, (14 - reserved) // 2 + 1, -1],
+        "n_heldout": [-1, 4, 0.5],
+    }
     for name, values in bad.items():
         for value in values:
             fails(fn, name, **{**good, name: value}, seeds=[0])
@@ -403,8 +465,13 @@ def test_entities_over_seeds_and_sizes():
     for seed in ODD_SEEDS:
         e = task_or_error(reversal.entities, "seed", 10, 3, seed)
         assert e is None or e.shape == (3,)
-    for M, count, first in [(2, 1, 2), (0, 1, 2), (10**7 + 1, 1, 2), (None, 1, 2),
-                            (10.0, 1, 2)]:
+    for M, count, first in [
+        (2, 1, 2),
+        (0, 1, 2),
+        (10**7 + 1, 1, 2),
+        (None, 1, 2),
+        (10.0, 1, 2),
+    ]:
         fails(reversal.entities, "M", M, count, 0, first=first)
     for first in [-1, 1.5, None, 10**7]:
         fails(reversal.entities, "first", 10, 1, 0, first=first)
@@ -413,6 +480,7 @@ def test_entities_over_seeds_and_sizes():
 
 
 # ---------------------------------------------------------------- reversal sequences
+
 
 def check_sequences(d: reversal_sequences.ReversalSequences, vocab, w, ratio, S, flag):
     alphabet = vocab // 4
@@ -438,8 +506,14 @@ def test_reversal_sequences_over_seeds_and_sizes():
     for vocab, w, ratio in sizes:
         for flag in (False, True):
             for seeds in seed_lists()[::2]:
-                d = deterministic(reversal_sequences.reversal_sequences, vocab, w,
-                                  seeds, split_ratio=ratio, heldout_in_training=flag)
+                d = deterministic(
+                    reversal_sequences.reversal_sequences,
+                    vocab,
+                    w,
+                    seeds,
+                    split_ratio=ratio,
+                    heldout_in_training=flag,
+                )
                 check_sequences(d, vocab, w, ratio, len(seeds), flag)
     for seeds, d in check_odd_seeds(reversal_sequences.reversal_sequences, 16, 1):
         check_sequences(d, 16, 1, 0.7, len(seeds), False)
@@ -448,7 +522,7 @@ def test_reversal_sequences_over_seeds_and_sizes():
         fails(fn, "vocab", vocab, 1, [0])
     for w in [0, 5, -1, 1.5, None]:
         fails(fn, "word_size", 16, w, [0])
-    for ratio in [-0.1, 1.0, 0.99, NAN, None]:   # 0.99 of 4 pairs: none held out
+    for ratio in [-0.1, 1.0, 0.99, NAN, None]:  # 0.99 of 4 pairs: none held out
         fails(fn, "split_ratio", 16, 1, [0], split_ratio=ratio)
     # 25_000 ** 3 possible entities cannot be permuted: a ValueError, not an allocation
     fails(fn, ("word_size", "vocab"), 100_000, 3, [0])
@@ -465,8 +539,9 @@ def test_n_pairs_over_sizes():
         fails(reversal_sequences.n_pairs, "word_size", 800, w)
 
 
-def check_in_context(d: reversal_sequences.InContextSequences, vocab, n_x, n_y, n_tr,
-                     S):
+def check_in_context(
+    d: reversal_sequences.InContextSequences, vocab, n_x, n_y, n_tr, S
+):
     assert d.train.shape == (S, n_x * n_tr, 7)
     assert d.val.shape == (S, n_x * (n_y - n_tr), 7)
     assert d.vocab_size == vocab + 3
@@ -488,14 +563,19 @@ def test_in_context_sequences_over_seeds_and_sizes():
     for seeds, d in check_odd_seeds(fn, 20, 3, 4, 2):
         check_in_context(d, 20, 3, 4, 2, len(seeds))
     good = dict(vocab=20, n_x=3, n_y=4, n_y_train=2)
-    bad = {"vocab": [1, 0, 100_001, None], "n_x": [0, 20, -1, 3.0],
-           "n_y": [1, 18, None], "n_y_train": [0, 4, -1]}
+    bad = {
+        "vocab": [1, 0, 100_001, None],
+        "n_x": [0, 20, -1, 3.0],
+        "n_y": [1, 18, None],
+        "n_y_train": [0, 4, -1],
+    }
     for name, values in bad.items():
         for value in values:
             fails(fn, name, **{**good, name: value}, seeds=[0])
 
 
 # ---------------------------------------------------------------- small corpus
+
 
 def check_corpus(c: small_corpus.Corpus, n, T, alpha, S):
     assert c.x.shape == c.y.shape == c.answer.shape == c.io.shape == (S, n, T)
@@ -511,17 +591,25 @@ def check_corpus(c: small_corpus.Corpus, n, T, alpha, S):
 
 
 def test_small_corpus_sample_over_seeds_and_sizes():
-    for n, T, p_ioi, alpha in [(1, 2, 0.0, 0.0), (2, 30, 1.0, 0.0), (3, 25, 0.5, 1.0),
-                               (2, 64, 0.3, 0.2)]:
+    for n, T, p_ioi, alpha in [
+        (1, 2, 0.0, 0.0),
+        (2, 30, 1.0, 0.0),
+        (3, 25, 0.5, 1.0),
+        (2, 64, 0.3, 0.2),
+    ]:
         for seeds in seed_lists():
             c = deterministic(small_corpus.sample, seeds, n, T, p_ioi, alpha)
             check_corpus(c, n, T, alpha, len(seeds))
     for seeds, c in check_odd_seeds(lambda s: small_corpus.sample(s, 2, 20, 0.5, 0.2)):
         check_corpus(c, 2, 20, 0.2, len(seeds))
     good = dict(n=2, seq_len=20, p_ioi=0.5, alpha=0.2, stream=0)
-    bad = {"n": [0, -1, 10**7 + 1, None], "seq_len": [1, 0, 10**5 + 1, 2.0],
-           "p_ioi": [-0.1, 1.1, NAN], "alpha": [-0.1, 1.5, None],
-           "stream": [-1, 10**6 + 1, 1.5]}
+    bad = {
+        "n": [0, -1, 10**7 + 1, None],
+        "seq_len": [1, 0, 10**5 + 1, 2.0],
+        "p_ioi": [-0.1, 1.1, NAN],
+        "alpha": [-0.1, 1.5, None],
+        "stream": [-1, 10**6 + 1, 1.5],
+    }
     for name, values in bad.items():
         for value in values:
             fails(small_corpus.sample, name, [0], **{**good, name: value})
@@ -555,20 +643,32 @@ def check_stream(split, rows_, length):
 
 @pytest.mark.skipif(not HAS_FACTS, reason="countryinfo is not installed")
 def test_caching_build_and_stream_over_seeds_and_sizes():
-    cases = [(0, 1, 1, 0.05), (2**32 - 1, 2, 1, 0.95), (SEEDS[-1], 3, 2, 0.5),
-             (4242, 1, 3, 0.3)]
+    cases = [
+        (0, 1, 1, 0.05),
+        (2**32 - 1, 2, 1, 0.95),
+        (SEEDS[-1], 3, 2, 0.5),
+        (4242, 1, 3, 0.3),
+    ]
     for seed, n_train, n_test, frac in cases:
         train, test = deterministic(caching.build, seed, n_train, n_test, frac)
         assert not set(train.countries) & set(test.countries)
         for split in (train, test):
             check_split(split)
-            for s, length, zipf in [(seed, 1, 1.1), (0, 40, 0.0), (2**70, 7, -0.5),
-                                    (1, 3, math.inf)]:
+            for s, length, zipf in [
+                (seed, 1, 1.1),
+                (0, 40, 0.0),
+                (2**70, 7, -0.5),
+                (1, 3, math.inf),
+            ]:
                 rows_ = deterministic(caching.stream, split, length, s, zipf=zipf)
                 check_stream(split, rows_, length)
     good = dict(seed=0, n_train_per_type=2, n_test_per_type=2, test_fraction=0.5)
-    bad = {"seed": [-1, 2**32, 1.5, None, "0"], "n_train_per_type": [0, -1, 100_001],
-           "n_test_per_type": [0, 2.0, None], "test_fraction": [0.0, 0.04, 0.96, NAN]}
+    bad = {
+        "seed": [-1, 2**32, 1.5, None, "0"],
+        "n_train_per_type": [0, -1, 100_001],
+        "n_test_per_type": [0, 2.0, None],
+        "test_fraction": [0.0, 0.04, 0.96, NAN],
+    }
     for name, values in bad.items():
         for value in values:
             fails(caching.build, name, **{**good, name: value})
@@ -577,9 +677,9 @@ def test_caching_build_and_stream_over_seeds_and_sizes():
         fails(caching.stream, "length", test, length, 0)
     for seed in [-1, 1.5, None, "0"]:
         fails(caching.stream, "seed", test, 5, seed)
-    for zipf in [NAN, -math.inf, None, "1", -5000.0]:   # -5000: the weights overflow
+    for zipf in [NAN, -math.inf, None, "1", -5000.0]:  # -5000: the weights overflow
         fails(caching.stream, "zipf", test, 5, 0, zipf=zipf)
-    for split in [caching.build(1, 1, 1), None, 0, "test"]:   # the pair, not one side
+    for split in [caching.build(1, 1, 1), None, 0, "test"]:  # the pair, not one side
         fails(caching.stream, "split", split, 5, 0)
 
 

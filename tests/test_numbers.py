@@ -13,25 +13,30 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted(p for p in (ROOT / "book").rglob("*.md") if p.name not in {"references.md"})
+PAGES = sorted(
+    p for p in (ROOT / "book").rglob("*.md") if p.name not in {"references.md"}
+)
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\d)")
 # "Section 4.2", "Figure 3.1", "(1.2)" as a reference to the paper's numbering
-REFERENCE_WORDS = re.compile(r"(section|sections|figure|figures|fig\.|table|tables|theorem|"
-                             r"theorems|lemma|lemmas|corollary|proposition|eq\.|equation|"
-                             r"equations|appendix|assumption|definition|§|v|version|jupyter book|"
-                             r"python)\s*\(?$", re.I)
+REFERENCE_WORDS = re.compile(
+    r"(section|sections|figure|figures|fig\.|table|tables|theorem|"
+    r"theorems|lemma|lemmas|corollary|proposition|eq\.|equation|"
+    r"equations|appendix|assumption|definition|§|v|version|jupyter book|"
+    r"python)\s*\(?$",
+    re.I,
+)
 
 
 def _strip(text: str) -> str:
     """The page's prose: code, math, roles, directive options, links and comments removed."""
-    text = re.sub(r"^---\n.*?\n---\n", "", text, flags=re.S)               # front matter
-    text = re.sub(r"(`{3,}|~{3,}).*?\1", " ", text, flags=re.S)          # fenced blocks
-    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)                 # display math
-    text = re.sub(r"(?<!\\)\$[^$\n]+?(?<!\\)\$", " ", text)              # inline math
-    text = re.sub(r"\{[\w:-]+\}`[^`]*`", " ", text)                      # roles, glue included
-    text = re.sub(r"`[^`\n]*`", " ", text)                               # inline code
-    text = re.sub(r"^\s*:[\w-]+:.*$", " ", text, flags=re.M)             # directive options
-    text = re.sub(r"\]\([^)]*\)", "]", text)                             # link targets
+    text = re.sub(r"^---\n.*?\n---\n", "", text, flags=re.S)  # front matter
+    text = re.sub(r"(`{3,}|~{3,}).*?\1", " ", text, flags=re.S)  # fenced blocks
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)  # display math
+    text = re.sub(r"(?<!\\)\$[^$\n]+?(?<!\\)\$", " ", text)  # inline math
+    text = re.sub(r"\{[\w:-]+\}`[^`]*`", " ", text)  # roles, glue included
+    text = re.sub(r"`[^`\n]*`", " ", text)  # inline code
+    text = re.sub(r"^\s*:[\w-]+:.*$", " ", text, flags=re.M)  # directive options
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
     text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
     text = re.sub(r"https?://\S+", " ", text)
     return text
@@ -45,8 +50,11 @@ def _literals(path: Path) -> set[str]:
     except (SyntaxError, FileNotFoundError):
         return out
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-                and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)
+        ):
             v = float(node.value)
             out |= {repr(v), f"{v:g}", str(node.value)}
             for scale in (1, 100):  # a fraction quoted as a percentage
@@ -61,7 +69,9 @@ def _sections() -> dict[str, list[str]]:
     def walk(node):
         if isinstance(node, dict):
             if "file" in node:
-                out[node["file"]] = [s["file"] for s in node.get("sections", []) if "file" in s]
+                out[node["file"]] = [
+                    s["file"] for s in node.get("sections", []) if "file" in s
+                ]
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -88,26 +98,34 @@ def untraced_numbers(page: Path) -> list[str]:
     allowed = allowed_literals(page)
     bad = []
     for m in DECIMAL.finditer(prose):
-        before = prose[max(0, m.start() - 20):m.start()]
+        before = prose[max(0, m.start() - 20) : m.start()]
         if REFERENCE_WORDS.search(before.rstrip()) or m.group(0) in allowed:
             continue
-        if float(m.group(0)) in {float(a) for a in allowed if re.fullmatch(r"[\d.e+-]+", a)}:
+        if float(m.group(0)) in {
+            float(a) for a in allowed if re.fullmatch(r"[\d.e+-]+", a)
+        }:
             continue
-        context = prose[max(0, m.start() - 40):m.end() + 20].replace("\n", " ")
+        context = prose[max(0, m.start() - 40) : m.end() + 20].replace("\n", " ")
         bad.append(f"{m.group(0)!r} in '…{context.strip()}…'")
     return bad
 
 
 def test_the_stripper_keeps_prose_only():
-    text = ("A $0.5$ and `0.7` and {glue:text}`x::y:s` and {paper}`0.81` and\n```\n0.9\n```\n"
-            "$$\n1.5\n$$\nbut 0.43 stays; Section 4.2 too.")
+    text = (
+        "A $0.5$ and `0.7` and {glue:text}`x::y:s` and {paper}`0.81` and\n```\n0.9\n```\n"
+        "$$\n1.5\n$$\nbut 0.43 stays; Section 4.2 too."
+    )
     prose = _strip(text)
     assert [m.group(0) for m in DECIMAL.finditer(prose)] == ["0.43", "4.2"]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT / "book").as_posix() for p in PAGES])
+@pytest.mark.parametrize(
+    "page", PAGES, ids=[p.relative_to(ROOT / "book").as_posix() for p in PAGES]
+)
 def test_every_decimal_in_the_prose_is_glued_or_the_papers(page):
     bad = untraced_numbers(page)
-    assert not bad, (f"{page.relative_to(ROOT)}: {len(bad)} decimal number(s) neither glued "
-                     "({glue:text}), nor a paper's number ({paper}), nor a configuration value "
-                     "of its notebook:\n  " + "\n  ".join(bad))
+    assert not bad, (
+        f"{page.relative_to(ROOT)}: {len(bad)} decimal number(s) neither glued "
+        "({glue:text}), nor a paper's number ({paper}), nor a configuration value "
+        "of its notebook:\n  " + "\n  ".join(bad)
+    )

@@ -6,7 +6,13 @@ import torch
 
 from revlib.data import reversal
 from revlib.experiments import one_layer
-from revlib.models.reparam import OneLayer, Reparam, embedding_matrix, nll, reparam_logits
+from revlib.models.reparam import (
+    OneLayer,
+    Reparam,
+    embedding_matrix,
+    nll,
+    reparam_logits,
+)
 from revlib.theory import one_layer as theory
 
 
@@ -30,7 +36,9 @@ def test_transformer_logits_equal_reparam_at_effective_weights(embedding, d):
         torch.testing.assert_close(
             model(ctx, query),
             reparam_logits(model.effective_Y(), model.effective_Z(), ctx, query),
-            rtol=1e-4, atol=1e-5)
+            rtol=1e-4,
+            atol=1e-5,
+        )
 
 
 def test_orthonormal_embeddings_and_dimension_check():
@@ -63,7 +71,9 @@ def test_gd_on_value_matrix_is_gd_on_Y_for_orthonormal_embeddings():
             opt.zero_grad()
             nll(model(ctx, q), t).mean().backward()
             opt.step()
-    torch.testing.assert_close(tf.effective_Y().detach(), rp.Y.detach(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        tf.effective_Y().detach(), rp.Y.detach(), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_task_split_invariants():
@@ -71,10 +81,20 @@ def test_task_split_invariants():
     for s in range(2):
         ents = torch.cat([task.a[s], task.b[s]]).tolist()
         assert len(set(ents)) == 16 and min(ents) >= 2
-        train = set(zip(task.train_ctx[s, :, 0].tolist(), task.train_query[s].tolist(),
-                        task.train_target[s].tolist()))
-        held = set(zip(task.heldout_ctx[s, :, 0].tolist(), task.heldout_query[s].tolist(),
-                       task.heldout_target[s].tolist()))
+        train = set(
+            zip(
+                task.train_ctx[s, :, 0].tolist(),
+                task.train_query[s].tolist(),
+                task.train_target[s].tolist(),
+            )
+        )
+        held = set(
+            zip(
+                task.heldout_ctx[s, :, 0].tolist(),
+                task.heldout_query[s].tolist(),
+                task.heldout_target[s].tolist(),
+            )
+        )
         assert len(train) == task.n_train == 8 + 5 and not train & held
         assert held == {(task.b[s, i].item(), 1, task.a[s, i].item()) for i in range(3)}
         # the held-out B_i never appear as an input: their rows of Y get no gradient
@@ -84,23 +104,41 @@ def test_task_split_invariants():
 
 
 def test_flow_matches_small_step_gd_and_heldout_row_stays_zero():
-    cfg = one_layer.Config(M=30, n=8, n_heldout=3, n_seeds=1, lr=2.0, steps=200, d=16,
-                           tf_steps=1, eval_points=5)
+    cfg = one_layer.Config(
+        M=30,
+        n=8,
+        n_heldout=3,
+        n_seeds=1,
+        lr=2.0,
+        steps=200,
+        d=16,
+        tf_steps=1,
+        eval_points=5,
+    )
     r = one_layer.run(cfg)
     pred = r.predicted(r.history.time)
-    np.testing.assert_allclose(r.history["Y_AB"][:, 0], pred["Y_AB"], rtol=0.01, atol=1e-3)
-    np.testing.assert_allclose(r.history["forward_p"][:, 0], pred["p"], rtol=0.01, atol=1e-3)
+    np.testing.assert_allclose(
+        r.history["Y_AB"][:, 0], pred["Y_AB"], rtol=0.01, atol=1e-3
+    )
+    np.testing.assert_allclose(
+        r.history["forward_p"][:, 0], pred["p"], rtol=0.01, atol=1e-3
+    )
     assert np.all(r.history["Y_BA_heldout"] == 0.0)
     assert np.all(r.history["heldout_p_max"][1:] < 1 / 30)
 
 
-@pytest.mark.parametrize("kwargs, field", [({"n_heldout": 0}, "n_heldout"), ({"M": 3}, "M"),
-                                           ({"embedding": "sparse"}, "embedding"),
-                                           ({"embedding": "orthonormal", "d": 50}, "d"),
-                                           ({"tf_lr": 0.0}, "lr"),
-                                           ({"no_training": 0}, "no_training"),
-                                           ({"reverse_in_training": None},
-                                            "reverse_in_training")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"n_heldout": 0}, "n_heldout"),
+        ({"M": 3}, "M"),
+        ({"embedding": "sparse"}, "embedding"),
+        ({"embedding": "orthonormal", "d": 50}, "d"),
+        ({"tf_lr": 0.0}, "lr"),
+        ({"no_training": 0}, "no_training"),
+        ({"reverse_in_training": None}, "reverse_in_training"),
+    ],
+)
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         one_layer.Config(**kwargs)
@@ -111,11 +149,18 @@ def test_typed_task_and_t3_run_keep_heldout_weights_at_zero():
 
     task = typed_reversal_task(M=30, n=6, n_heldout=2, seeds=[3, 4])
     assert task.train_ctx.shape == (2, 10, 2) and task.heldout_ctx.shape == (2, 2, 2)
-    assert torch.all(task.train_ctx[:, :6, 1] == A_TYPE) and torch.all(task.train_ctx[:, 6:, 1] == B_TYPE)
+    assert torch.all(task.train_ctx[:, :6, 1] == A_TYPE) and torch.all(
+        task.train_ctx[:, 6:, 1] == B_TYPE
+    )
     for s in range(2):  # held-out unique B tokens never occur in a training context
-        assert not set(task.b[s, :2].tolist()) & set(task.train_ctx[s].flatten().tolist())
-    res = one_layer.run_typed(one_layer.Config(M=30, n=6, n_heldout=2, n_seeds=2, steps=60,
-                                               eval_points=5, tf_steps=1))
+        assert not set(task.b[s, :2].tolist()) & set(
+            task.train_ctx[s].flatten().tolist()
+        )
+    res = one_layer.run_typed(
+        one_layer.Config(
+            M=30, n=6, n_heldout=2, n_seeds=2, steps=60, eval_points=5, tf_steps=1
+        )
+    )
     h = res.history
     assert h["Y_BA_heldout"].max() == 0.0 and h["Z_BA_heldout"].max() == 0.0
     assert np.all(h["attention_unique"][-1] > 0.6)  # the attention moved off 1/2
@@ -124,14 +169,28 @@ def test_typed_task_and_t3_run_keep_heldout_weights_at_zero():
 def test_controls_give_the_answer_or_remove_the_training():
     """reverse_in_training: the held-out rows are inputs now, so they move and the held-out
     sentences are learnt; no_training: every model keeps its start (uniform predictions)."""
-    kw = dict(M=30, n=8, n_heldout=3, n_seeds=2, lr=20.0, steps=100, d=16, tf_steps=100,
-              tf_lr=8.0, eval_points=5)
+    kw = dict(
+        M=30,
+        n=8,
+        n_heldout=3,
+        n_seeds=2,
+        lr=20.0,
+        steps=100,
+        d=16,
+        tf_steps=100,
+        tf_lr=8.0,
+        eval_points=5,
+    )
     given = one_layer.run(one_layer.Config(reverse_in_training=True, **kw))
     assert given.task.n_train == 8 + 8
     assert np.all(given.history["Y_BA_heldout"][-1] > 1.0)
     assert np.all(given.history["heldout_p"][-1] > 0.5)
-    typed = one_layer.run_typed(one_layer.Config(reverse_in_training=True, **kw)).history
-    assert np.all(typed["heldout_p"][-1] > 0.5) and np.all(typed["Z_BA_heldout"][-1] > 0)
+    typed = one_layer.run_typed(
+        one_layer.Config(reverse_in_training=True, **kw)
+    ).history
+    assert np.all(typed["heldout_p"][-1] > 0.5) and np.all(
+        typed["Z_BA_heldout"][-1] > 0
+    )
     frozen = one_layer.run(one_layer.Config(no_training=True, **kw))
     for h in (frozen.history, frozen.tf_history):
         np.testing.assert_allclose(h["forward_p"], 1 / 30, rtol=1e-5)

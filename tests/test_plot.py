@@ -17,12 +17,18 @@ def _figure():
 def test_savefig_writes_three_stable_files(tmp_path):
     fig = _figure()
     paths = plot.savefig(fig, "fig-test", tmp_path)
-    assert sorted(p.name for p in paths) == ["fig-test.pdf", "fig-test.png", "fig-test.svg"]
+    assert sorted(p.name for p in paths) == [
+        "fig-test.pdf",
+        "fig-test.png",
+        "fig-test.svg",
+    ]
     first = {p.name: p.read_bytes() for p in paths}
     plot.savefig(_figure(), "fig-test", tmp_path)  # the same figure, built afresh
     assert first["fig-test.svg"] == (tmp_path / "fig-test.svg").read_bytes()
     assert first["fig-test.pdf"] == (tmp_path / "fig-test.pdf").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(first)  # no temp files left
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        first
+    )  # no temp files left
     assert all(p.stat().st_mode & 0o044 == 0o044 for p in paths)  # readable by all
 
 

@@ -14,8 +14,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_SOURCES = sorted((ROOT / "notebooks").rglob("*.py"))
-REQUIRED_BIB = {"zhu2024reversal", "wang2025binding", "chen2025distributional",
-                "bietti2023birth", "sharma2024laser", "berglund2024reversal"}
+REQUIRED_BIB = {
+    "zhu2024reversal",
+    "wang2025binding",
+    "chen2025distributional",
+    "bietti2023birth",
+    "sharma2024laser",
+    "berglund2024reversal",
+}
 
 
 def _toc_files(node) -> list[str]:
@@ -64,7 +70,9 @@ def test_every_toc_entry_exists_and_every_notebook_is_in_the_toc():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     entries = _toc_files(toc)
     for entry in entries:
-        matches = [p for ext in (".md", ".ipynb") if (p := ROOT / f"{entry}{ext}").exists()]
+        matches = [
+            p for ext in (".md", ".ipynb") if (p := ROOT / f"{entry}{ext}").exists()
+        ]
         assert matches, f"_toc.yml names {entry}, which does not exist"
     for src in NOTEBOOK_SOURCES:
         rel = src.relative_to(ROOT).with_suffix("").as_posix()
@@ -88,7 +96,9 @@ def test_notebook_pair_in_sync(src):
     text_cells = [(c.cell_type, c.source) for c in jupytext.read(src).cells]
     nb = json.loads(ipynb.read_text())
     nb_cells = [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
-    assert text_cells == nb_cells, f"{ipynb.name} is out of sync with {src.name}: run jupytext --sync"
+    assert text_cells == nb_cells, (
+        f"{ipynb.name} is out of sync with {src.name}: run jupytext --sync"
+    )
 
 
 @pytest.mark.parametrize("src", NOTEBOOK_SOURCES, ids=lambda p: p.stem)
@@ -104,24 +114,49 @@ def test_notebook_executed_with_outputs(src):
 def test_notebook_records_the_machine_that_made_its_outputs(src):
     nb = json.loads(src.with_suffix(".ipynb").read_text())
     prov = nb["metadata"].get("revlib", {}).get("provenance", {})
-    missing = {"cpu", "kernel level (ATen)", "MKL_ENABLE_INSTRUCTIONS", "threads",
-               "torch"} - set(prov)
-    assert not missing, f"no {sorted(missing)} in its provenance: scripts/refresh-notebooks"
-    assert prov["kernel level (ATen)"] in {"DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX"}
+    missing = {
+        "cpu",
+        "kernel level (ATen)",
+        "MKL_ENABLE_INSTRUCTIONS",
+        "threads",
+        "torch",
+    } - set(prov)
+    assert not missing, (
+        f"no {sorted(missing)} in its provenance: scripts/refresh-notebooks"
+    )
+    assert prov["kernel level (ATen)"] in {
+        "DEFAULT",
+        "AVX2",
+        "AVX512",
+        "ZVECTOR",
+        "VSX",
+    }
 
 
 @pytest.mark.parametrize("src", NOTEBOOK_SOURCES, ids=lambda p: p.stem)
 def test_notebook_conventions(src):
     nb = jupytext.read(src)
     # the Colab set-up cell (scripts/colab-cell: removed from the HTML) comes before the rest
-    code = [c for c in nb.cells if c.cell_type == "code"
-            and "colab-setup" not in c.metadata.get("tags", [])]
+    code = [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and "colab-setup" not in c.metadata.get("tags", [])
+    ]
     first = code[0]
-    assert "parameters" in first.metadata.get("tags", []), "first code cell must be tagged parameters"
-    assigned = {t.id for node in ast.parse(first.source).body if isinstance(node, ast.Assign)
-                for t in node.targets if isinstance(t, ast.Name)}
+    assert "parameters" in first.metadata.get("tags", []), (
+        "first code cell must be tagged parameters"
+    )
+    assigned = {
+        t.id
+        for node in ast.parse(first.source).body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
     assert "SEED" in assigned
-    assert re.search(r"repro\.setup\(SEED", code[1].source), "second cell must call repro.setup(SEED)"
+    assert re.search(r"repro\.setup\(SEED", code[1].source), (
+        "second cell must call repro.setup(SEED)"
+    )
     # every figure cell names a figure and saves it under the same label
     for cell in code:
         fig = cell.metadata.get("mystnb", {}).get("figure")

@@ -25,18 +25,16 @@ DATA = ROOT / "data"
 BEFORE = "67431830f688c388eecb425292132644de10c91c"
 # sha256 of the original's canonical JSON (sorted keys, no spaces)
 DIGEST = {
-    "binding_jepa_sweep.json":
-        "73de442b61a3c82ddbab06ce9d9ea338e0aaa7bc914ff810e655c055eb604eec",
-    "allocation_sweep.json":
-        "99ba3e4b8bd886d5c795d778da396d8885a58074a1ddd56e141c423d6a225f93",
-    "lm_laser_sweep.json":
-        "5d083851f7df66da50db5532c8a267add1467de77a6df1a0fb73991219f8ecd5",
+    "binding_jepa_sweep.json": "73de442b61a3c82ddbab06ce9d9ea338e0aaa7bc914ff810e655c055eb604eec",
+    "allocation_sweep.json": "99ba3e4b8bd886d5c795d778da396d8885a58074a1ddd56e141c423d6a225f93",
+    "lm_laser_sweep.json": "5d083851f7df66da50db5532c8a267add1467de77a6df1a0fb73991219f8ecd5",
 }
 
 
 def _convert_module():
     spec = importlib.util.spec_from_file_location(
-        "convert_records", ROOT / "scripts" / "convert_records.py")
+        "convert_records", ROOT / "scripts" / "convert_records.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -50,14 +48,20 @@ def _digest(obj) -> str:
 def _original(name: str):
     """The pre-conversion file from git, or None where the history is not available."""
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "show", f"{BEFORE}:data/{name}"],
-                             capture_output=True, text=True, check=True, timeout=60)
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{BEFORE}:data/{name}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return json.loads(out.stdout)
 
 
 # ---- the originals, rebuilt from the records (the inverse of scripts/convert-records)
+
 
 def _jepa_rows(recs):
     from revlib.experiments import jepa
@@ -99,9 +103,11 @@ def _laser_raw(rec):
     }
 
 
-REBUILD = {"binding_jepa_sweep.json": lambda recs: _jepa_rows(recs),
-           "allocation_sweep.json": lambda recs: _allocation_raw(recs[0]),
-           "lm_laser_sweep.json": lambda recs: _laser_raw(recs[0])}
+REBUILD = {
+    "binding_jepa_sweep.json": lambda recs: _jepa_rows(recs),
+    "allocation_sweep.json": lambda recs: _allocation_raw(recs[0]),
+    "lm_laser_sweep.json": lambda recs: _laser_raw(recs[0]),
+}
 
 
 @pytest.mark.parametrize("name", sorted(DIGEST))
@@ -116,8 +122,9 @@ def test_converted_file_holds_the_original_numbers(name):
     assert _digest(original) == DIGEST[name]
     assert rebuilt == original
     # and the converter, run again on the original, writes this very file
-    assert _convert_module().convert(original, recs[0]["experiment"]) == \
-        json.loads((DATA / name).read_text())
+    assert _convert_module().convert(original, recs[0]["experiment"]) == json.loads(
+        (DATA / name).read_text()
+    )
 
 
 def test_every_stored_file_in_data_is_records():
@@ -127,7 +134,7 @@ def test_every_stored_file_in_data_is_records():
     for path in files:
         raw = json.loads(path.read_text())
         if isinstance(raw, dict) and set(raw) <= {"records", "live_check"}:
-            continue   # prompt_caching: records under a key, and a live check's numbers
+            continue  # prompt_caching: records under a key, and a live check's numbers
         try:
             records.read(path)
         except ValueError:
@@ -141,21 +148,30 @@ def test_converted_files_load_as_frames_and_through_their_chapters():
     df = records.load(DATA / "allocation_sweep.json", curves=True)
     sweep = allocation.load(DATA / "allocation_sweep.json")
     assert list(df["seed"]) == sweep.config.seeds
-    np.testing.assert_array_equal(np.stack(df["curve.histories.0.bigram_excess"]).T,
-                                  sweep.histories[0]["bigram_excess"])
+    np.testing.assert_array_equal(
+        np.stack(df["curve.histories.0.bigram_excess"]).T,
+        sweep.histories[0]["bigram_excess"],
+    )
     rows = jepa.load_sweep(DATA / "binding_jepa_sweep.json")
     assert len(rows) == len(records.read(DATA / "binding_jepa_sweep.json"))
-    assert len(records.load(DATA / "binding_jepa_sweep.json")) == \
-        sum(len(r["seeds"]) for r in rows)
+    assert len(records.load(DATA / "binding_jepa_sweep.json")) == sum(
+        len(r["seeds"]) for r in rows
+    )
     sw, meta = pretrained_lm.load_sweep(DATA / "lm_laser_sweep.json")
     assert sw.config.layers == tuple(range(15, 30)) and meta["cpu_capability"]
     assert sw.values["factual/logodds"].shape == (2, 15, 4)
 
 
 def test_write_read_round_trip_and_errors(tmp_path):
-    rec = records.make("bilinear", {"m": 4, "shape": (1, 2)}, seeds=[0],
-                       metrics={"loss": [0.5]}, seconds=1.23456, git=(None, None),
-                       note="x")
+    rec = records.make(
+        "bilinear",
+        {"m": 4, "shape": (1, 2)},
+        seeds=[0],
+        metrics={"loss": [0.5]},
+        seconds=1.23456,
+        git=(None, None),
+        note="x",
+    )
     assert rec["config"]["shape"] == [1, 2] and rec["seconds"] == 1.235
     assert rec["note"] == "x" and rec["torch_version"] and rec["git"] is None
     records.write(tmp_path / "one.json", rec)

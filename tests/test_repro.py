@@ -12,11 +12,19 @@ def test_setup_fixes_seed_threads_and_determinism():
     assert torch.equal(a, b)
     assert torch.get_num_threads() == 1
     assert torch.are_deterministic_algorithms_enabled()
-    assert torch.equal(torch.randn(3, generator=gen), torch.randn(3, generator=repro.generator(123)))
+    assert torch.equal(
+        torch.randn(3, generator=gen), torch.randn(3, generator=repro.generator(123))
+    )
 
 
-@pytest.mark.parametrize("kwargs, field", [({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
-                                           ({"seed": 0, "threads": 0}, "threads")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": 0, "threads": 0}, "threads"),
+    ],
+)
 def test_setup_rejects_bad_input(kwargs, field):
     with pytest.raises(ValueError, match=field):
         repro.setup(**kwargs)
@@ -48,9 +56,15 @@ def _other_machine_in(env):
     import os
     import subprocess
     import sys
+
     code = "from revlib import repro; print(repro.other_machine())"
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return eval(out)
 
 
@@ -61,7 +75,13 @@ def test_other_machine_is_one_kernel_level_below_this_one():
     if here in ("AVX2", "AVX512"):  # x86: there is a lower level to go to
         assert other["ATEN_CPU_CAPABILITY"].upper() != here
     # what ATen would run under those variables is a lower level, never this machine's
-    assert _other_machine_in({"ATEN_CPU_CAPABILITY": "avx2"})["ATEN_CPU_CAPABILITY"] == "default"
+    assert (
+        _other_machine_in({"ATEN_CPU_CAPABILITY": "avx2"})["ATEN_CPU_CAPABILITY"]
+        == "default"
+    )
     if here == "AVX512":
-        assert other == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-                         "REVLIB_THREADS": "2"}
+        assert other == {
+            "ATEN_CPU_CAPABILITY": "avx2",
+            "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+            "REVLIB_THREADS": "2",
+        }

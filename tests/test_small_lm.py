@@ -35,7 +35,9 @@ def test_ioi_answer_positions_follow_the_template():
     rows, cols = torch.nonzero(m, as_tuple=True)
     ok = cols >= 13
     assert torch.all(x[rows[ok], cols[ok] - 4] == s[ok])
-    first_clause = torch.stack([x[rows[ok], cols[ok] - 12], x[rows[ok], cols[ok] - 10]], 1)
+    first_clause = torch.stack(
+        [x[rows[ok], cols[ok] - 12], x[rows[ok], cols[ok] - 10]], 1
+    )
     assert torch.all((first_clause == io[ok, None]).sum(1) == 1)
     assert torch.all((first_clause == s[ok, None]).sum(1) == 1)
     # the generic ending has frequency alpha (binomial: 5 standard deviations)
@@ -55,8 +57,18 @@ def test_small_lm_config_errors_and_tiny_run():
         sl.Config(seq_len=8)
     with pytest.raises(ValueError, match="rank_fractions"):
         sl.Config(rank_fractions=(1.5,))
-    r = sl.run(sl.Config(d=16, n_head=2, seq_len=24, steps=3, batch_size=4, n_seeds=2,
-                         n_test=16, eval_points=2))
+    r = sl.run(
+        sl.Config(
+            d=16,
+            n_head=2,
+            seq_len=24,
+            steps=3,
+            batch_size=4,
+            n_seeds=2,
+            n_test=16,
+            eval_points=2,
+        )
+    )
     assert r.history["p_the"].shape == (2, 2)
     # removing no FF leaves the model unchanged, and full rank leaves it unchanged too
     np.testing.assert_allclose(r.ablation["p_io"][2], r.final("p_io"), atol=1e-6)
@@ -65,14 +77,24 @@ def test_small_lm_config_errors_and_tiny_run():
 
 
 def test_allocation_sweep_file_round_trip(tmp_path):
-    cfg = al.Config(allocations=((2, 1), (3, 0)), d=8, seq_len=16, steps=2, batch_size=4,
-                    n_seeds=2, n_test=8, eval_points=2)
+    cfg = al.Config(
+        allocations=((2, 1), (3, 0)),
+        d=8,
+        seq_len=16,
+        steps=2,
+        batch_size=4,
+        n_seeds=2,
+        n_test=8,
+        eval_points=2,
+    )
     result = al.run(cfg)
     path = tmp_path / "sweep.json"
     from revlib import records
+
     records.write(path, al.to_record(result, 1.0))
     back = al.load(path)
     assert back.config == cfg
-    np.testing.assert_allclose(back.final("bigram_excess"), result.final("bigram_excess"),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        back.final("bigram_excess"), result.final("bigram_excess"), atol=1e-5
+    )
     assert list(back.n_params) == [2 * 4 * 64 + 2 * 2 * 64, 3 * 4 * 64]

@@ -32,11 +32,25 @@ def test_seeds_in_a_batch_do_not_interact():
     targets = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
     cfg = TrainConfig(steps=20, lr=0.05, optimizer="adam", batch_size=2, eval_points=5)
     w, loss = _quadratic(3, targets)
-    together = train([w], loss, cfg, lambda: {"w": w.clone()}, n_train=8, n_seeds=3,
-                     batch_seeds=[10, 11, 12])
+    together = train(
+        [w],
+        loss,
+        cfg,
+        lambda: {"w": w.clone()},
+        n_train=8,
+        n_seeds=3,
+        batch_seeds=[10, 11, 12],
+    )
     w1, loss1 = _quadratic(1, targets[1:2])
-    alone = train([w1], loss1, cfg, lambda: {"w": w1.clone()}, n_train=8, n_seeds=1,
-                  batch_seeds=[11])
+    alone = train(
+        [w1],
+        loss1,
+        cfg,
+        lambda: {"w": w1.clone()},
+        n_train=8,
+        n_seeds=1,
+        batch_seeds=[11],
+    )
     np.testing.assert_allclose(together["w"][:, 1], alone["w"][:, 0], rtol=1e-6)
 
 
@@ -46,10 +60,15 @@ def test_minibatches_cover_each_epoch_without_replacement():
 
     def loss(idx):
         seen.append(idx[0].tolist())
-        return (w ** 2).sum()[None]
+        return (w**2).sum()[None]
 
-    train([w], loss, TrainConfig(steps=3, lr=0.1, optimizer="sgd", batch_size=2),
-          n_train=6, n_seeds=1)
+    train(
+        [w],
+        loss,
+        TrainConfig(steps=3, lr=0.1, optimizer="sgd", batch_size=2),
+        n_train=6,
+        n_seeds=1,
+    )
     assert sorted(sum(seen, [])) == list(range(6))
 
 
@@ -62,7 +81,7 @@ def test_evaluate_runs_once_per_evaluation_point():
         return {"b": w.clone(), "a": 2 * w.clone()}
 
     cfg = TrainConfig(steps=4, lr=0.1, eval_points=3)
-    hist = train([w], lambda idx: ((w - 1) ** 2), cfg, evaluate, n_seeds=1)
+    hist = train([w], lambda idx: (w - 1) ** 2, cfg, evaluate, n_seeds=1)
     assert len(calls) == len(cfg.eval_steps()) == 3
     assert list(hist.values) == ["b", "a"]  # the order evaluate returns them in
     np.testing.assert_allclose(hist["a"], 2 * hist["b"])
@@ -72,27 +91,37 @@ def test_evaluate_must_return_the_same_names_each_time():
     w = torch.nn.Parameter(torch.zeros(1))
     names = iter([{"a": w.clone()}, {"b": w.clone()}])
     with pytest.raises(ValueError, match="same names"):
-        train([w], lambda idx: w ** 2, TrainConfig(steps=2, lr=0.1, eval_points=2),
-              lambda: next(names), n_seeds=1)
+        train(
+            [w],
+            lambda idx: w**2,
+            TrainConfig(steps=2, lr=0.1, eval_points=2),
+            lambda: next(names),
+            n_seeds=1,
+        )
 
 
 def test_log_spaced_eval_steps_include_both_ends():
-    steps = TrainConfig(steps=1000, lr=1.0, eval_points=20, eval_spacing="log").eval_steps()
+    steps = TrainConfig(
+        steps=1000, lr=1.0, eval_points=20, eval_spacing="log"
+    ).eval_steps()
     assert steps[0] == 0 and steps[-1] == 1000 and np.all(np.diff(steps) > 0)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"steps": 0, "lr": 1.0}, "steps"),
-    ({"steps": 1, "lr": 0.0}, "lr"),
-    ({"steps": 1, "lr": 1.0, "optimizer": "lbfgs"}, "optimizer"),
-    ({"steps": 1, "lr": 1.0, "optimizer": "gd", "batch_size": 4}, "batch_size"),
-    ({"steps": 1, "lr": 1.0, "optimizer": "sgd"}, "batch_size"),
-    ({"steps": 1, "lr": 1.0, "momentum": 1.0}, "momentum"),
-    ({"steps": 1, "lr": 1.0, "eval_points": 1}, "eval_points"),
-    ({"steps": 1, "lr": 1.0, "eval_spacing": "cubic"}, "eval_spacing"),
-    ({"steps": 10, "lr": 1.0, "warmup_steps": 11}, "warmup_steps"),
-    ({"steps": 10, "lr": 1.0, "warmup_steps": -1}, "warmup_steps"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"steps": 0, "lr": 1.0}, "steps"),
+        ({"steps": 1, "lr": 0.0}, "lr"),
+        ({"steps": 1, "lr": 1.0, "optimizer": "lbfgs"}, "optimizer"),
+        ({"steps": 1, "lr": 1.0, "optimizer": "gd", "batch_size": 4}, "batch_size"),
+        ({"steps": 1, "lr": 1.0, "optimizer": "sgd"}, "batch_size"),
+        ({"steps": 1, "lr": 1.0, "momentum": 1.0}, "momentum"),
+        ({"steps": 1, "lr": 1.0, "eval_points": 1}, "eval_points"),
+        ({"steps": 1, "lr": 1.0, "eval_spacing": "cubic"}, "eval_spacing"),
+        ({"steps": 10, "lr": 1.0, "warmup_steps": 11}, "warmup_steps"),
+        ({"steps": 10, "lr": 1.0, "warmup_steps": -1}, "warmup_steps"),
+    ],
+)
 def test_train_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         TrainConfig(**kwargs)
@@ -100,7 +129,9 @@ def test_train_config_errors_name_the_field(kwargs, field):
 
 def test_warmup_rises_linearly_then_stays_constant():
     cfg = TrainConfig(steps=10, lr=0.4, warmup_steps=4)
-    assert [cfg.lr_at(s) for s in range(6)] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+    assert [cfg.lr_at(s) for s in range(6)] == pytest.approx(
+        [0.1, 0.2, 0.3, 0.4, 0.4, 0.4]
+    )
     assert TrainConfig(steps=10, lr=0.4).lr_at(0) == 0.4
 
 
@@ -136,16 +167,32 @@ def _mlp_run(path, kill_at=None, steps=53, every=10, warmup=0):
             raise KeyboardInterrupt("killed")
         calls["n"] += 1
         xb = torch.stack([x[s, idx[s]] for s in range(2)])
-        h = torch.nn.functional.dropout(torch.relu(torch.einsum("sbi,sih->sbh", xb, w1)),
-                                        0.1)
+        h = torch.nn.functional.dropout(
+            torch.relu(torch.einsum("sbi,sih->sbh", xb, w1)), 0.1
+        )
         out = torch.einsum("sbh,sh->sb", h, w2)
         yb = torch.stack([y[s, idx[s]] for s in range(2)])
         return ((out - yb) ** 2).mean(dim=1)
 
-    cfg = TrainConfig(steps=steps, lr=0.01, optimizer="adam", batch_size=8, eval_points=7,
-                      warmup_steps=warmup)
-    hist = train([w1, w2], loss, cfg, lambda: {"w2": w2.sum(dim=1)}, n_train=40, n_seeds=2,
-                 batch_seeds=[3, 4], checkpoint=path, checkpoint_every=every)
+    cfg = TrainConfig(
+        steps=steps,
+        lr=0.01,
+        optimizer="adam",
+        batch_size=8,
+        eval_points=7,
+        warmup_steps=warmup,
+    )
+    hist = train(
+        [w1, w2],
+        loss,
+        cfg,
+        lambda: {"w2": w2.sum(dim=1)},
+        n_train=40,
+        n_seeds=2,
+        batch_seeds=[3, 4],
+        checkpoint=path,
+        checkpoint_every=every,
+    )
     return hist, (w1.detach().clone(), w2.detach().clone())
 
 
@@ -159,7 +206,9 @@ def test_a_killed_run_resumes_bit_identically(tmp_path, kill_at):
     assert [p.name for p in tmp_path.iterdir()] == (["run.pt"] if kill_at > 10 else [])
     hist, (w1, w2) = _mlp_run(path)
     assert torch.equal(w1, r1) and torch.equal(w2, r2)
-    assert np.array_equal(hist.steps, ref.steps) and np.array_equal(hist["w2"], ref["w2"])
+    assert np.array_equal(hist.steps, ref.steps) and np.array_equal(
+        hist["w2"], ref["w2"]
+    )
     again, (v1, _) = _mlp_run(path)  # a finished checkpoint: the same result again
     assert torch.equal(v1, r1) and np.array_equal(again["w2"], ref["w2"])
 
@@ -170,7 +219,7 @@ def test_a_run_killed_during_its_warmup_resumes_bit_identically(tmp_path):
         _mlp_run(tmp_path / "run.pt", kill_at=17, warmup=25)
     _, (w1, w2) = _mlp_run(tmp_path / "run.pt", warmup=25)
     assert torch.equal(w1, r1) and torch.equal(w2, r2)
-    _, (n1, _) = _mlp_run(None)   # and the warm-up changed the run
+    _, (n1, _) = _mlp_run(None)  # and the warm-up changed the run
     assert not torch.equal(n1, r1)
 
 

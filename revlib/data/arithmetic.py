@@ -76,12 +76,18 @@ class ArithmeticTask:
         return torch.cat([facts[..., :2], mask, facts[..., 2:]], -1)
 
 
-def _one_seed(P: int, c: int, n_chains: int, K: int, core_frac: float, gen: torch.Generator):
+def _one_seed(
+    P: int, c: int, n_chains: int, K: int, core_frac: float, gen: torch.Generator
+):
     n_core = P * c
-    core_value = torch.arange(n_core) % P                 # core entity j holds value j mod P
+    core_value = torch.arange(n_core) % P  # core entity j holds value j mod P
     core_tok = P + torch.arange(n_core)
-    small = 1 + torch.randperm(P - 1, generator=gen)[:2]  # two distinct nonzero small values
-    small_ents = torch.cat([torch.nonzero(core_value == a)[:, 0] for a in small])   # [2c]
+    small = (
+        1 + torch.randperm(P - 1, generator=gen)[:2]
+    )  # two distinct nonzero small values
+    small_ents = torch.cat(
+        [torch.nonzero(core_value == a)[:, 0] for a in small]
+    )  # [2c]
     eq = P + n_core + n_chains * K
     attr = torch.stack([core_tok, torch.full_like(core_tok, eq), core_value], -1)
 
@@ -91,38 +97,50 @@ def _one_seed(P: int, c: int, n_chains: int, K: int, core_frac: float, gen: torc
     e2 = small_ents.repeat(n_core)
     s = (core_value[e1] + core_value[e2]) % P
     e3 = s + P * torch.randint(c, s.shape, generator=gen)
-    keep = torch.randperm(len(e1), generator=gen)[:round(core_frac * len(e1))]
+    keep = torch.randperm(len(e1), generator=gen)[: round(core_frac * len(e1))]
     core_rel = torch.stack([core_tok[e1], core_tok[e2], core_tok[e3]], -1)[keep]
 
     # chains: x_0 a core entity, x_1..x_K new variables, chain-major ids
     x0 = torch.randint(n_core, (n_chains,), generator=gen)
-    inc = small_ents[torch.randint(len(small_ents), (n_chains, K), generator=gen)]   # [n, K]
+    inc = small_ents[
+        torch.randint(len(small_ents), (n_chains, K), generator=gen)
+    ]  # [n, K]
     rev = torch.rand(n_chains, K, generator=gen) < 0.5
     # forward step adds value(c), a reversed one (x_k + c = x_{k-1}) subtracts it
     steps = torch.where(rev, -core_value[inc], core_value[inc])
-    val = torch.cat([core_value[x0][:, None], (core_value[x0][:, None] + steps.cumsum(1)) % P], 1)
+    val = torch.cat(
+        [core_value[x0][:, None], (core_value[x0][:, None] + steps.cumsum(1)) % P], 1
+    )
     var_tok = P + n_core + torch.arange(n_chains * K).view(n_chains, K)
-    tok = torch.cat([core_tok[x0][:, None], var_tok], 1)                           # [n, K+1]
+    tok = torch.cat([core_tok[x0][:, None], var_tok], 1)  # [n, K+1]
     # forward: x_{k-1} + c = x_k; reversed: x_k + c = x_{k-1}
     a = torch.where(rev, tok[:, 1:], tok[:, :-1])
     out = torch.where(rev, tok[:, :-1], tok[:, 1:])
     chain_rel = torch.stack([a, core_tok[inc], out], -1).view(-1, 3)
 
     rel = torch.cat([core_rel, chain_rel])
-    swap = torch.rand(len(rel), generator=gen) < 0.5      # shuffle the two inputs
+    swap = torch.rand(len(rel), generator=gen) < 0.5  # shuffle the two inputs
     rel = torch.where(swap[:, None], rel[:, [1, 0, 2]], rel)
     train = torch.cat([attr, rel])
     train = train[torch.randperm(len(train), generator=gen)]
 
-    probes = torch.stack([var_tok, torch.full_like(var_tok, eq), val[:, 1:]], -1).view(-1, 3)
+    probes = torch.stack([var_tok, torch.full_like(var_tok, eq), val[:, 1:]], -1).view(
+        -1, 3
+    )
     depth = torch.arange(1, K + 1).repeat(n_chains)
     reverse = rev.cummax(1).values.reshape(-1)
     values = torch.cat([torch.full((P,), -1), core_value, val[:, 1:].reshape(-1)])
     return small, train, probes, depth, reverse, values
 
 
-def arithmetic_task(modulus: int, per_value: int, n_chains: int, chain_len: int,
-                    core_frac: float, seeds: list[int]) -> ArithmeticTask:
+def arithmetic_task(
+    modulus: int,
+    per_value: int,
+    n_chains: int,
+    chain_len: int,
+    core_frac: float,
+    seeds: list[int],
+) -> ArithmeticTask:
     """Build the task for each seed in ``seeds``."""
     _validate.integer("modulus", modulus, 3, 10**5)
     _validate.integer("per_value", per_value, 1, 1000)
@@ -130,8 +148,21 @@ def arithmetic_task(modulus: int, per_value: int, n_chains: int, chain_len: int,
     _validate.integer("chain_len", chain_len, 1, 100)
     _validate.real("core_frac", core_frac, 0.0, 1.0)
     seeds = _validate.seeds(seeds)
-    parts = [_one_seed(modulus, per_value, n_chains, chain_len, core_frac, repro.generator(s))
-             for s in seeds]
+    parts = [
+        _one_seed(
+            modulus, per_value, n_chains, chain_len, core_frac, repro.generator(s)
+        )
+        for s in seeds
+    ]
     small, train, probes, depth, reverse, values = (torch.stack(p) for p in zip(*parts))
-    return ArithmeticTask(modulus=modulus, per_value=per_value, chain_len=chain_len, small=small,
-                          train=train, probes=probes, depth=depth, reverse=reverse, values=values)
+    return ArithmeticTask(
+        modulus=modulus,
+        per_value=per_value,
+        chain_len=chain_len,
+        small=small,
+        train=train,
+        probes=probes,
+        depth=depth,
+        reverse=reverse,
+        values=values,
+    )

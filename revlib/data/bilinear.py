@@ -76,7 +76,9 @@ def max_abs_cosine(vocab: torch.Tensor) -> torch.Tensor:
     return cos.abs().masked_fill(eye, 0.0).amax(dim=(-2, -1))
 
 
-def bilinear_task(m: int, n: int, d: int, n_reverse_heldout: int, seeds: list[int]) -> BilinearTask:
+def bilinear_task(
+    m: int, n: int, d: int, n_reverse_heldout: int, seeds: list[int]
+) -> BilinearTask:
     """Build the reversal task of the bilinear model for each seed in ``seeds``."""
     _validate.integer("m", m, 2, 100_000)
     _validate.integer("n", n, 1, m // 2)
@@ -94,6 +96,14 @@ def bilinear_task(m: int, n: int, d: int, n_reverse_heldout: int, seeds: list[in
     x, y = torch.stack(xs), torch.stack(ys)
     k = n_reverse_heldout
     return BilinearTask(
-        m=m, d=d, coords=torch.stack(coords), x=x, y=y,
-        train_in=torch.cat([x, y[:, k:]], dim=1), train_out=torch.cat([y, x[:, k:]], dim=1),
-        heldout_in=y[:, :k], heldout_out=x[:, :k], max_abs_cos=torch.stack(cosines))
+        m=m,
+        d=d,
+        coords=torch.stack(coords),
+        x=x,
+        y=y,
+        train_in=torch.cat([x, y[:, k:]], dim=1),
+        train_out=torch.cat([y, x[:, k:]], dim=1),
+        heldout_in=y[:, :k],
+        heldout_out=x[:, :k],
+        max_abs_cos=torch.stack(cosines),
+    )

@@ -55,7 +55,11 @@ class BindingTask:
     @property
     def n_name_tokens(self) -> int:
         """Tokens used by names: ``n_entities`` (one token each) or ``2 n_entities / m``."""
-        return self.n_entities if self.multiplicity == 0 else 2 * self.n_entities // self.multiplicity
+        return (
+            self.n_entities
+            if self.multiplicity == 0
+            else 2 * self.n_entities // self.multiplicity
+        )
 
     @property
     def mask_token(self) -> int:
@@ -72,8 +76,12 @@ class BindingTask:
         type but not the fact picks its first token among these: they, not the whole name
         vocabulary, set the chance level of a rank-based metric (``n_b`` for one token per
         entity; about ``(n_a + n_b) / multiplicity`` first names for two-token names)."""
-        return torch.tensor([len(torch.unique(self.names[s, self.n_a:, 0]))
-                             for s in range(self.names.shape[0])])
+        return torch.tensor(
+            [
+                len(torch.unique(self.names[s, self.n_a :, 0]))
+                for s in range(self.names.shape[0])
+            ]
+        )
 
     def sequences(self, split: str) -> torch.Tensor:
         """``[S, N, 2L + 2]``: ``name(h) r <mask> name(t)`` for every fact of ``split``."""
@@ -83,10 +91,14 @@ class BindingTask:
         seeds = torch.arange(S)[:, None]
         rel = (f[..., 1] + self.mask_token + 1)[..., None]
         mask = torch.full_like(rel, self.mask_token)
-        return torch.cat([self.names[seeds, f[..., 0]], rel, mask, self.names[seeds, f[..., 2]]], -1)
+        return torch.cat(
+            [self.names[seeds, f[..., 0]], rel, mask, self.names[seeds, f[..., 2]]], -1
+        )
 
 
-def names_with_multiplicity(n_entities: int, multiplicity: int, gen: torch.Generator) -> torch.Tensor:
+def names_with_multiplicity(
+    n_entities: int, multiplicity: int, gen: torch.Generator
+) -> torch.Tensor:
     """``[n_entities, 2]`` (first, last) names; each token shared by exactly ``multiplicity``
     entities, all names distinct. First names use ids ``[0, F)``, last names ``[F, 2F)``,
     ``F = n_entities / multiplicity``.
@@ -99,9 +111,11 @@ def names_with_multiplicity(n_entities: int, multiplicity: int, gen: torch.Gener
     _validate.integer("n_entities", n_entities, 1, 10**7)
     _validate.integer("multiplicity", multiplicity, 1, n_entities)
     if n_entities % multiplicity or n_entities // multiplicity < multiplicity:
-        raise ValueError(f"multiplicity must divide n_entities = {n_entities} and be <= "
-                         f"n_entities / multiplicity (so that all names differ), "
-                         f"got {multiplicity}")
+        raise ValueError(
+            f"multiplicity must divide n_entities = {n_entities} and be <= "
+            f"n_entities / multiplicity (so that all names differ), "
+            f"got {multiplicity}"
+        )
     if not isinstance(gen, torch.Generator):
         raise ValueError(f"gen must be a torch.Generator, got {gen!r}")
     m = multiplicity
@@ -121,40 +135,58 @@ def _pairing(ids: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return ids[torch.randperm(len(ids), generator=gen)].view(-1, 2)
 
 
-def binding_task(n_a: int, n_b: int, n_rel: int, multiplicity: int, seeds: list[int]) -> BindingTask:
+def binding_task(
+    n_a: int, n_b: int, n_rel: int, multiplicity: int, seeds: list[int]
+) -> BindingTask:
     """Build the task for each seed in ``seeds`` (``multiplicity=0``: one token per entity)."""
     _validate.integer("n_a", n_a, 2, 10**6)
     _validate.integer("n_b", n_b, 2, 10**6)
     _validate.integer("n_rel", n_rel, 1, 100)
     _validate.integer("multiplicity", multiplicity, 0, 10**4)
     if n_a % 2 or n_b % 2:
-        raise ValueError(f"n_a and n_b must be even (perfect pairing), got {n_a}, {n_b}")
+        raise ValueError(
+            f"n_a and n_b must be even (perfect pairing), got {n_a}, {n_b}"
+        )
     E = n_a + n_b
     if multiplicity:
         if E % multiplicity or E // multiplicity < multiplicity:
-            raise ValueError(f"multiplicity must divide n_a + n_b = {E} and be <= (n_a + n_b) / "
-                             f"multiplicity (so that all names differ), got {multiplicity}")
+            raise ValueError(
+                f"multiplicity must divide n_a + n_b = {E} and be <= (n_a + n_b) / "
+                f"multiplicity (so that all names differ), got {multiplicity}"
+            )
     seeds = _validate.seeds(seeds)
     names, facts = [], {k: [] for k in SPLITS}
     for s in seeds:
         gen = repro.generator(s)
-        names.append(torch.arange(E)[:, None] if multiplicity == 0
-                     else names_with_multiplicity(E, multiplicity, gen))
+        names.append(
+            torch.arange(E)[:, None]
+            if multiplicity == 0
+            else names_with_multiplicity(E, multiplicity, gen)
+        )
         per = {k: [] for k in SPLITS}
         for k in range(n_rel):
             r, r_inv = 2 * k, 2 * k + 1
             pa = _pairing(torch.arange(n_a), gen)
             fwd = torch.stack([pa[:, 0], torch.full_like(pa[:, 0], r), pa[:, 1]], -1)
-            bwd = torch.stack([pa[:, 1], torch.full_like(pa[:, 0], r_inv), pa[:, 0]], -1)
+            bwd = torch.stack(
+                [pa[:, 1], torch.full_like(pa[:, 0], r_inv), pa[:, 0]], -1
+            )
             per["train"] += [fwd, bwd]
             pb = _pairing(torch.arange(n_a, E), gen)
             fwd = torch.stack([pb[:, 0], torch.full_like(pb[:, 0], r), pb[:, 1]], -1)
-            bwd = torch.stack([pb[:, 1], torch.full_like(pb[:, 0], r_inv), pb[:, 0]], -1)
+            bwd = torch.stack(
+                [pb[:, 1], torch.full_like(pb[:, 0], r_inv), pb[:, 0]], -1
+            )
             coin = torch.rand(len(pb), generator=gen) < 0.5
             per["atomic"].append(torch.where(coin[:, None], fwd, bwd))
             per["test"].append(torch.where(coin[:, None], bwd, fwd))
         for key in SPLITS:
             facts[key].append(torch.cat(per[key]))
-    return BindingTask(n_a=n_a, n_b=n_b, n_rel=n_rel, multiplicity=multiplicity,
-                       names=torch.stack(names),
-                       facts={k: torch.stack(v) for k, v in facts.items()})
+    return BindingTask(
+        n_a=n_a,
+        n_b=n_b,
+        n_rel=n_rel,
+        multiplicity=multiplicity,
+        names=torch.stack(names),
+        facts={k: torch.stack(v) for k, v in facts.items()},
+    )

@@ -53,8 +53,13 @@ def _sentences(first: torch.Tensor, rel: int, second: torch.Tensor) -> torch.Ten
     return torch.stack([first, torch.full_like(first, rel), second], dim=-1)
 
 
-def chain_task(vocab_size: int, n: int, n_heldout: int, seeds: list[int],
-               heldout_in_training: bool = False) -> ChainTask:
+def chain_task(
+    vocab_size: int,
+    n: int,
+    n_heldout: int,
+    seeds: list[int],
+    heldout_in_training: bool = False,
+) -> ChainTask:
     """Single-token entities; sentences ``[A, 0, B]``, ``[B, 0, C]``, ``[A, 1, C]``.
 
     ``heldout_in_training`` (a control: the answer given) appends the held-out "A_i ~> C_i"
@@ -64,18 +69,30 @@ def chain_task(vocab_size: int, n: int, n_heldout: int, seeds: list[int],
     _validate.integer("n_heldout", n_heldout, 0, n)
     seeds = _validate.seeds(seeds)
     ents = torch.stack([entities(vocab_size, 3 * n, s) for s in seeds])
-    a, b, c = ents[:, :n], ents[:, n:2 * n], ents[:, 2 * n:]
+    a, b, c = ents[:, :n], ents[:, n : 2 * n], ents[:, 2 * n :]
     k = n_heldout
     heldout = _sentences(a[:, :k], INDIRECT, c[:, :k])
-    train = torch.cat([_sentences(a, DIRECT, b), _sentences(b, DIRECT, c),
-                       _sentences(a[:, k:], INDIRECT, c[:, k:])]
-                      + ([heldout] if heldout_in_training else []), dim=1)
-    return ChainTask(vocab_size=vocab_size, n_heldout=k, a=a, b=b, c=c, train=train,
-                     heldout=heldout)
+    train = torch.cat(
+        [
+            _sentences(a, DIRECT, b),
+            _sentences(b, DIRECT, c),
+            _sentences(a[:, k:], INDIRECT, c[:, k:]),
+        ]
+        + ([heldout] if heldout_in_training else []),
+        dim=1,
+    )
+    return ChainTask(
+        vocab_size=vocab_size, n_heldout=k, a=a, b=b, c=c, train=train, heldout=heldout
+    )
 
 
-def related_task(alphabet: int, n_train: int, n_heldout: int, seeds: list[int],
-                 heldout_in_training: bool = False) -> ChainTask:
+def related_task(
+    alphabet: int,
+    n_train: int,
+    n_heldout: int,
+    seeds: list[int],
+    heldout_in_training: bool = False,
+) -> ChainTask:
     """Two-token entities sharing type tokens: vocabulary ``5 + alphabet`` (0, 1 relations;
     2, 3, 4 the types x, y, z; then ``alphabet`` index tokens). Triple ``i`` is
     ``(x i, y i, z i)``; ``n_train + n_heldout`` distinct indices per seed.
@@ -87,7 +104,9 @@ def related_task(alphabet: int, n_train: int, n_heldout: int, seeds: list[int],
     n, k = n_train + n_heldout, n_heldout
     if n < 1:
         raise ValueError("n_train + n_heldout must be >= 1, got 0")
-    idx = torch.stack([entities(alphabet + 2, n, s) for s in seeds]) + 3  # ids 5 .. alphabet+4
+    idx = (
+        torch.stack([entities(alphabet + 2, n, s) for s in seeds]) + 3
+    )  # ids 5 .. alphabet+4
 
     def sent(t1, rel, t2, i):
         S, m = i.shape
@@ -95,8 +114,21 @@ def related_task(alphabet: int, n_train: int, n_heldout: int, seeds: list[int],
         return torch.stack([full(t1), i, full(rel), full(t2), i], dim=-1)
 
     heldout = sent(X, INDIRECT, Z, idx[:, :k])
-    train = torch.cat([sent(X, DIRECT, Y, idx), sent(Y, DIRECT, Z, idx),
-                       sent(X, INDIRECT, Z, idx[:, k:])]
-                      + ([heldout] if heldout_in_training else []), dim=1)
-    return ChainTask(vocab_size=alphabet + 5, n_heldout=k, a=idx, b=idx, c=idx, train=train,
-                     heldout=heldout)
+    train = torch.cat(
+        [
+            sent(X, DIRECT, Y, idx),
+            sent(Y, DIRECT, Z, idx),
+            sent(X, INDIRECT, Z, idx[:, k:]),
+        ]
+        + ([heldout] if heldout_in_training else []),
+        dim=1,
+    )
+    return ChainTask(
+        vocab_size=alphabet + 5,
+        n_heldout=k,
+        a=idx,
+        b=idx,
+        c=idx,
+        train=train,
+        heldout=heldout,
+    )

@@ -26,8 +26,8 @@ import torch
 from revlib import _validate, repro
 
 VOCAB_SIZE = 65
-TRIGGER = 0          # q: the most frequent symbol
-NOISE_TOKEN = 63     # tau: a rare symbol (unigram frequency about 0.004)
+TRIGGER = 0  # q: the most frequent symbol
+NOISE_TOKEN = 63  # tau: a rare symbol (unigram frequency about 0.004)
 _STATS_SEED = 20_250_227  # the chain is part of the task, not of an experiment's seed
 
 
@@ -61,11 +61,22 @@ class NoisyRecall:
 
     def select(self, idx: torch.Tensor) -> "NoisyRecall":
         """Per-seed subset of sequences; ``idx`` ``[S, B]``."""
+
         def take(t):
-            index = idx.view(*idx.shape, *([1] * (t.dim() - 2))).expand(*idx.shape, *t.shape[2:])
+            index = idx.view(*idx.shape, *([1] * (t.dim() - 2))).expand(
+                *idx.shape, *t.shape[2:]
+            )
             return t.gather(1, index)
-        return NoisyRecall(take(self.x), take(self.y), take(self.ybar), take(self.occurrence),
-                           take(self.noise), take(self.after_trigger), self.alpha)
+
+        return NoisyRecall(
+            take(self.x),
+            take(self.y),
+            take(self.ybar),
+            take(self.occurrence),
+            take(self.noise),
+            take(self.after_trigger),
+            self.alpha,
+        )
 
 
 @lru_cache(maxsize=4)
@@ -97,7 +108,9 @@ def bigram_entropy() -> float:
     return float(-(pi[:, None] * cond * np.log(cond)).sum())
 
 
-def sample(seeds: list[int], n: int, seq_len: int, alpha: float, stream: int = 0) -> NoisyRecall:
+def sample(
+    seeds: list[int], n: int, seq_len: int, alpha: float, stream: int = 0
+) -> NoisyRecall:
     """``n`` sequences of length ``seq_len`` per seed; seed ``s``'s data depends only on
     ``(s, stream)`` (use different ``stream`` values for training and test sets)."""
     _validate.integer("n", n, 1, 10**7)
@@ -108,20 +121,33 @@ def sample(seeds: list[int], n: int, seq_len: int, alpha: float, stream: int = 0
     pi, cond = character_statistics()
     cdf_pi = _stack(np.cumsum(pi))
     cdf = _stack(np.cumsum(cond, axis=1))
-    parts = [_sample_one(repro.generator(s * 1_000_003 + stream * 7_919 + 17), n, seq_len,
-                         alpha, cdf_pi, cdf) for s in seeds]
+    parts = [
+        _sample_one(
+            repro.generator(s * 1_000_003 + stream * 7_919 + 17),
+            n,
+            seq_len,
+            alpha,
+            cdf_pi,
+            cdf,
+        )
+        for s in seeds
+    ]
     fields = [torch.stack([p[i] for p in parts]) for i in range(6)]
     return NoisyRecall(*fields, alpha=float(alpha))
 
 
-def _inverse_cdf(stacked: torch.Tensor, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+def _inverse_cdf(
+    stacked: torch.Tensor, rows: torch.Tensor, u: torch.Tensor
+) -> torch.Tensor:
     """Categorical draws from row ``rows`` ``[n]`` of a CDF table at uniforms ``u`` ``[n]``.
 
     ``stacked`` is the table flattened with row ``i`` shifted by ``i`` (see :func:`_stack`),
     so one ``searchsorted`` of ``rows + u`` serves every row without gathering ``[n, V]``.
     """
     V = VOCAB_SIZE
-    pos = torch.searchsorted(stacked, (rows.double() + u.double()).contiguous(), right=True)
+    pos = torch.searchsorted(
+        stacked, (rows.double() + u.double()).contiguous(), right=True
+    )
     return (pos - rows * V).clamp(0, V - 1)
 
 
@@ -143,7 +169,9 @@ def _sample_one(gen, n, seq_len, alpha, cdf_pi, cdf):
         background = _inverse_cdf(cdf, last, torch.rand(n, generator=gen))
         coin = torch.rand(n, generator=gen) < alpha
         is_q = last == TRIGGER
-        tokens[:, t] = torch.where(is_q, torch.where(coin, NOISE_TOKEN, ybar), background)
+        tokens[:, t] = torch.where(
+            is_q, torch.where(coin, NOISE_TOKEN, ybar), background
+        )
         noise[:, t] = is_q & coin
     x, y = tokens[:, :-1], tokens[:, 1:]
     is_q = x == TRIGGER

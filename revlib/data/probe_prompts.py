@@ -19,22 +19,36 @@ from revlib import _validate
 # at the model's outputs; every answer is one token with a leading space in SmolLM2's
 # vocabulary.
 FACTUAL = (
-    ("Madrid is located in", "Spain"), ("Paris is located in", "France"),
-    ("Rome is located in", "Italy"), ("Berlin is located in", "Germany"),
-    ("Tokyo is located in", "Japan"), ("Moscow is located in", "Russia"),
-    ("Beijing is located in", "China"), ("Cairo is located in", "Egypt"),
-    ("Toronto is located in", "Canada"), ("Sydney is located in", "Australia"),
-    ("Lisbon is located in", "Portugal"), ("Athens is located in", "Greece"),
-    ("Mumbai is located in", "India"), ("Dublin is located in", "Ireland"),
-    ("Stockholm is located in", "Sweden"), ("Warsaw is located in", "Poland"),
-    ("Vienna is located in", "Austria"), ("Amsterdam is located in", "Netherlands"),
-    ("Istanbul is located in", "Turkey"), ("Buenos Aires is located in", "Argentina"),
-    ("Oslo is located in", "Norway"), ("Helsinki is located in", "Finland"),
-    ("Nairobi is located in", "Kenya"), ("Lima is located in", "Peru"),
+    ("Madrid is located in", "Spain"),
+    ("Paris is located in", "France"),
+    ("Rome is located in", "Italy"),
+    ("Berlin is located in", "Germany"),
+    ("Tokyo is located in", "Japan"),
+    ("Moscow is located in", "Russia"),
+    ("Beijing is located in", "China"),
+    ("Cairo is located in", "Egypt"),
+    ("Toronto is located in", "Canada"),
+    ("Sydney is located in", "Australia"),
+    ("Lisbon is located in", "Portugal"),
+    ("Athens is located in", "Greece"),
+    ("Mumbai is located in", "India"),
+    ("Dublin is located in", "Ireland"),
+    ("Stockholm is located in", "Sweden"),
+    ("Warsaw is located in", "Poland"),
+    ("Vienna is located in", "Austria"),
+    ("Amsterdam is located in", "Netherlands"),
+    ("Istanbul is located in", "Turkey"),
+    ("Buenos Aires is located in", "Argentina"),
+    ("Oslo is located in", "Norway"),
+    ("Helsinki is located in", "Finland"),
+    ("Nairobi is located in", "Kenya"),
+    ("Lima is located in", "Peru"),
     ("The Eiffel Tower is located in", "Paris"),
     ("The Colosseum is located in", "Rome"),
-    ("The Great Wall is located in", "China"), ("The Taj Mahal is located in", "India"),
-    ("The Kremlin is located in", "Moscow"), ("Big Ben is located in", "London"),
+    ("The Great Wall is located in", "China"),
+    ("The Taj Mahal is located in", "India"),
+    ("The Kremlin is located in", "Moscow"),
+    ("Big Ben is located in", "London"),
 )
 
 # {A} {B}: the two names in order of appearance; {S}: the repeated subject. The answer
@@ -51,11 +65,46 @@ IOI_TEMPLATES = (
 )
 
 IOI_NAMES = (
-    "Mary", "John", "Tom", "James", "Anna", "Sarah", "Michael", "David", "Paul",
-    "Peter", "Susan", "Emma", "Kate", "Lisa", "Mark", "Jane", "Alice", "Bob", "Robert",
-    "William", "Daniel", "Thomas", "Richard", "George", "Edward", "Henry", "Jack",
-    "Harry", "Laura", "Rachel", "Emily", "Helen", "Kevin", "Eric", "Adam", "Andrew",
-    "Martin", "Grace", "Lucy", "Julia",
+    "Mary",
+    "John",
+    "Tom",
+    "James",
+    "Anna",
+    "Sarah",
+    "Michael",
+    "David",
+    "Paul",
+    "Peter",
+    "Susan",
+    "Emma",
+    "Kate",
+    "Lisa",
+    "Mark",
+    "Jane",
+    "Alice",
+    "Bob",
+    "Robert",
+    "William",
+    "Daniel",
+    "Thomas",
+    "Richard",
+    "George",
+    "Edward",
+    "Henry",
+    "Jack",
+    "Harry",
+    "Laura",
+    "Rachel",
+    "Emily",
+    "Helen",
+    "Kevin",
+    "Eric",
+    "Adam",
+    "Andrew",
+    "Martin",
+    "Grace",
+    "Lucy",
+    "Julia",
 )
 
 
@@ -90,7 +139,8 @@ def token_id(tok, word: str) -> int:
     ids = tok(" " + word, add_special_tokens=False).input_ids
     if len(ids) != 1:
         raise ValueError(
-            f"' {word}' is {len(ids)} tokens, not one: choose another word")
+            f"' {word}' is {len(ids)} tokens, not one: choose another word"
+        )
     return ids[0]
 
 
@@ -123,8 +173,9 @@ def _encode(tok, prompts) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 PROMPT_CONTROLS = ("none", "fact_in_context", "io_removed")
 
 
-def probe_sets(tok, n_ioi: int = 100, seed: int = 0,
-               control: str = "none") -> tuple[ProbeSet, ProbeSet]:
+def probe_sets(
+    tok, n_ioi: int = 100, seed: int = 0, control: str = "none"
+) -> tuple[ProbeSet, ProbeSet]:
     """The factual-recall and the IOI probe sets. ``control`` (a notebook control,
     targets unchanged): ``"fact_in_context"`` states each fact before its prompt
     ("Madrid is located in Spain. Madrid is located in"), so the answer can be copied
@@ -135,13 +186,25 @@ def probe_sets(tok, n_ioi: int = 100, seed: int = 0,
     prompts = tuple(p for p, _ in FACTUAL)
     if control == "fact_in_context":
         prompts = tuple(f"{p} {a}. {p}" for p, a in FACTUAL)
-    factual = ProbeSet("factual", prompts, *_encode(tok, prompts), targets={
-        "correct": torch.tensor([token_id(tok, a) for _, a in FACTUAL]),
-        "the": torch.full((len(FACTUAL),), the)})
+    factual = ProbeSet(
+        "factual",
+        prompts,
+        *_encode(tok, prompts),
+        targets={
+            "correct": torch.tensor([token_id(tok, a) for _, a in FACTUAL]),
+            "the": torch.full((len(FACTUAL),), the),
+        },
+    )
     items = ioi_prompts(n_ioi, seed, remove_io=control == "io_removed")
     prompts = tuple(d["prompt"] for d in items)
-    ioi = ProbeSet("ioi", prompts, *_encode(tok, prompts), targets={
-        "correct": torch.tensor([token_id(tok, d["io"]) for d in items]),
-        "subject": torch.tensor([token_id(tok, d["s"]) for d in items]),
-        "the": torch.full((len(items),), the)})
+    ioi = ProbeSet(
+        "ioi",
+        prompts,
+        *_encode(tok, prompts),
+        targets={
+            "correct": torch.tensor([token_id(tok, d["io"]) for d in items]),
+            "subject": torch.tensor([token_id(tok, d["s"]) for d in items]),
+            "the": torch.full((len(items),), the),
+        },
+    )
     return factual, ioi

@@ -53,7 +53,10 @@ def entities(M: int, count: int, seed: int, first: int = 2) -> torch.Tensor:
     if not isinstance(seed, int):  # its range: repro.generator(seed + 1_000_003)
         raise ValueError(f"seed must be an integer, got {seed!r}")
     _validate.integer("count", count, 1, M - first)
-    return first + torch.randperm(M - first, generator=repro.generator(seed + 1_000_003))[:count]
+    return (
+        first
+        + torch.randperm(M - first, generator=repro.generator(seed + 1_000_003))[:count]
+    )
 
 
 def reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalTask:
@@ -68,18 +71,25 @@ def reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalT
     fwd = torch.full((S, n), FORWARD)
     bwd = torch.full((S, n - k), BACKWARD)
     return ReversalTask(
-        M=M, n_heldout=k, a=a, b=b,
+        M=M,
+        n_heldout=k,
+        a=a,
+        b=b,
         train_ctx=torch.cat([a, b[:, k:]], dim=1)[..., None],
         train_query=torch.cat([fwd, bwd], dim=1),
         train_target=torch.cat([b, a[:, k:]], dim=1),
-        heldout_ctx=b[:, :k, None], heldout_query=torch.full((S, k), BACKWARD),
-        heldout_target=a[:, :k])
+        heldout_ctx=b[:, :k, None],
+        heldout_query=torch.full((S, k), BACKWARD),
+        heldout_target=a[:, :k],
+    )
 
 
 A_TYPE, B_TYPE = 2, 3
 
 
-def typed_reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> ReversalTask:
+def typed_reversal_task(
+    M: int, n: int, n_heldout: int, seeds: list[int]
+) -> ReversalTask:
     """The same facts with two-token entities "A_i a" and "B_i b", where ``a`` (token 2) and
     ``b`` (token 3) are type tokens shared by all A- and all B-entities; unique tokens come
     from ``4 .. M-1``. Sentences "A_i a -> B_i" and "B_i b <- A_i": two context tokens and the
@@ -97,9 +107,16 @@ def typed_reversal_task(M: int, n: int, n_heldout: int, seeds: list[int]) -> Rev
         return torch.stack([u, torch.full_like(u, t)], dim=-1)
 
     return ReversalTask(
-        M=M, n_heldout=k, a=a, b=b,
+        M=M,
+        n_heldout=k,
+        a=a,
+        b=b,
         train_ctx=torch.cat([typed(a, A_TYPE), typed(b[:, k:], B_TYPE)], dim=1),
-        train_query=torch.cat([torch.full((S, n), FORWARD), torch.full((S, n - k), BACKWARD)], dim=1),
+        train_query=torch.cat(
+            [torch.full((S, n), FORWARD), torch.full((S, n - k), BACKWARD)], dim=1
+        ),
         train_target=torch.cat([b, a[:, k:]], dim=1),
-        heldout_ctx=typed(b[:, :k], B_TYPE), heldout_query=torch.full((S, k), BACKWARD),
-        heldout_target=a[:, :k])
+        heldout_ctx=typed(b[:, :k], B_TYPE),
+        heldout_query=torch.full((S, k), BACKWARD),
+        heldout_target=a[:, :k],
+    )

@@ -27,8 +27,14 @@ import torch
 
 from revlib import _validate, repro
 
-FORWARD, BACKWARD, BOTH_WAYS = 0, 1, 2  # relation tokens "->", "<-" and (in-context) "<->"
-_MAX_TUPLES = 2**32  # the largest alphabet ** word_size whose tuples can be permuted (32 GiB)
+FORWARD, BACKWARD, BOTH_WAYS = (
+    0,
+    1,
+    2,
+)  # relation tokens "->", "<-" and (in-context) "<->"
+_MAX_TUPLES = (
+    2**32
+)  # the largest alphabet ** word_size whose tuples can be permuted (32 GiB)
 
 
 @dataclass(frozen=True)
@@ -106,7 +112,7 @@ class InContextSequences:
 
 def _last_positions(S: int, n: int, length: int, k: int) -> torch.Tensor:
     mask = torch.zeros(S, n, length, dtype=torch.bool)
-    mask[..., length - k:] = True
+    mask[..., length - k :] = True
     return mask
 
 
@@ -115,12 +121,16 @@ def n_pairs(vocab: int, word_size: int) -> int:
     _validate.integer("vocab", vocab, 8, 100_000)
     _validate.integer("word_size", word_size, 1, 4)
     alphabet = vocab // 4
-    return min(alphabet ** word_size, 2 * alphabet)
+    return min(alphabet**word_size, 2 * alphabet)
 
 
-def reversal_sequences(vocab: int, word_size: int, seeds: list[int],
-                       split_ratio: float = 0.7,
-                       heldout_in_training: bool = False) -> ReversalSequences:
+def reversal_sequences(
+    vocab: int,
+    word_size: int,
+    seeds: list[int],
+    split_ratio: float = 0.7,
+    heldout_in_training: bool = False,
+) -> ReversalSequences:
     """The paper's reversal data, one independent data set per seed in ``seeds``.
 
     ``vocab``: number of entity ids (the paper: 800; the model vocabulary is ``vocab + 2``).
@@ -132,20 +142,29 @@ def reversal_sequences(vocab: int, word_size: int, seeds: list[int],
     _validate.real("split_ratio", split_ratio, 0.0, 1.0, hi_open=True)
     seeds = _validate.seeds(seeds)
     alphabet, P = vocab // 4, n_pairs(vocab, word_size)
-    if alphabet ** word_size > _MAX_TUPLES:  # _entities permutes every tuple of the alphabet
-        raise ValueError(f"word_size={word_size} with vocab={vocab} gives {alphabet}**"
-                         f"{word_size} possible entities, more than the {_MAX_TUPLES} this "
-                         f"generator can permute: lower word_size or vocab")
+    if (
+        alphabet**word_size > _MAX_TUPLES
+    ):  # _entities permutes every tuple of the alphabet
+        raise ValueError(
+            f"word_size={word_size} with vocab={vocab} gives {alphabet}**"
+            f"{word_size} possible entities, more than the {_MAX_TUPLES} this "
+            f"generator can permute: lower word_size or vocab"
+        )
     n_both = int(round(split_ratio * P))
     if n_both == P:
         raise ValueError(f"split_ratio={split_ratio} leaves no held-out pair among {P}")
-    fields = {k: [] for k in ("a", "b", "both", "heldout_forward", "train", "val", "val_pairs")}
+    fields = {
+        k: []
+        for k in ("a", "b", "both", "heldout_forward", "train", "val", "val_pairs")
+    }
     for seed in seeds:  # a loop over seeds (few); each data set is built vectorised
         g = repro.generator(seed + 2_000_003)
         ids = 2 + torch.randperm(vocab, generator=g)[: 2 * alphabet]
         a = _entities(ids[:alphabet], word_size, P, g)
         b = _entities(ids[alphabet:], word_size, P, g)
-        both = torch.arange(P) < n_both  # pairs come in random order, so the first n_both
+        both = (
+            torch.arange(P) < n_both
+        )  # pairs come in random order, so the first n_both
         heldout_fwd = (torch.rand(P, generator=g) < 0.5) & ~both
         rel_f = torch.full((P, 1), FORWARD)
         rel_b = torch.full((P, 1), BACKWARD)
@@ -153,25 +172,35 @@ def reversal_sequences(vocab: int, word_size: int, seeds: list[int],
         bwd = torch.cat([b, rel_b, a], dim=1)
         one = ~both
         val = torch.where(heldout_fwd[one].unsqueeze(1), fwd[one], bwd[one])
-        train = torch.cat([fwd[both], bwd[both], fwd[one & ~heldout_fwd],
-                           bwd[one & heldout_fwd]] + ([val] if heldout_in_training else []))
-        for key, value in zip(fields, (a, b, both, heldout_fwd, train, val,
-                                       torch.arange(P)[one])):
+        train = torch.cat(
+            [fwd[both], bwd[both], fwd[one & ~heldout_fwd], bwd[one & heldout_fwd]]
+            + ([val] if heldout_in_training else [])
+        )
+        for key, value in zip(
+            fields, (a, b, both, heldout_fwd, train, val, torch.arange(P)[one])
+        ):
             fields[key].append(value)
     stacked = {k: torch.stack(v) for k, v in fields.items()}
     return ReversalSequences(vocab_size=vocab + 2, word_size=word_size, **stacked)
 
 
-def _entities(alphabet_ids: torch.Tensor, word_size: int, P: int, g: torch.Generator) -> torch.Tensor:
+def _entities(
+    alphabet_ids: torch.Tensor, word_size: int, P: int, g: torch.Generator
+) -> torch.Tensor:
     """``P`` distinct tuples of ``word_size`` ids from ``alphabet_ids`` -> ``[P, word_size]``."""
     n = alphabet_ids.numel()
-    code = torch.randperm(n ** word_size, generator=g)[:P]  # distinct tuples, in random order
-    digits = torch.stack([(code // n ** k) % n for k in reversed(range(word_size))], dim=1)
+    code = torch.randperm(n**word_size, generator=g)[
+        :P
+    ]  # distinct tuples, in random order
+    digits = torch.stack(
+        [(code // n**k) % n for k in reversed(range(word_size))], dim=1
+    )
     return alphabet_ids[digits]
 
 
-def in_context_sequences(vocab: int, n_x: int, n_y: int, n_y_train: int,
-                         seeds: list[int]) -> InContextSequences:
+def in_context_sequences(
+    vocab: int, n_x: int, n_y: int, n_y_train: int, seeds: list[int]
+) -> InContextSequences:
     """The in-context control: every ``A`` (``n_x`` of them) with every ``B`` (``n_y``).
 
     For each ``A``, ``n_y_train`` of its ``B`` partners (at random) give training sentences and
@@ -192,8 +221,20 @@ def in_context_sequences(vocab: int, n_x: int, n_y: int, n_y_train: int,
         order = torch.argsort(torch.rand(n_x, n_y, generator=g), dim=1)
         x = xs[:, None].expand(n_x, n_y)
         y = ys[order]
-        seq = torch.stack([x, torch.full_like(x, FORWARD), y, torch.full_like(x, BOTH_WAYS),
-                           y, torch.full_like(x, BACKWARD), x], dim=-1)  # [n_x, n_y, 7]
+        seq = torch.stack(
+            [
+                x,
+                torch.full_like(x, FORWARD),
+                y,
+                torch.full_like(x, BOTH_WAYS),
+                y,
+                torch.full_like(x, BACKWARD),
+                x,
+            ],
+            dim=-1,
+        )  # [n_x, n_y, 7]
         trains.append(seq[:, :n_y_train].reshape(-1, 7))
         vals.append(seq[:, n_y_train:].reshape(-1, 7))
-    return InContextSequences(vocab_size=vocab + 3, train=torch.stack(trains), val=torch.stack(vals))
+    return InContextSequences(
+        vocab_size=vocab + 3, train=torch.stack(trains), val=torch.stack(vals)
+    )

@@ -32,8 +32,20 @@ import torch
 
 from revlib import _validate, repro
 
-NAMES = ("Mary", "John", "Anna", "Paul", "Lucy", "Mark", "Emma", "Noah", "Rosa", "Ivan",
-         "Sara", "Omar")
+NAMES = (
+    "Mary",
+    "John",
+    "Anna",
+    "Paul",
+    "Lucy",
+    "Mark",
+    "Emma",
+    "Noah",
+    "Rosa",
+    "Ivan",
+    "Sara",
+    "Omar",
+)
 PLACES = ("store", "park", "school", "beach")
 OBJECTS = ("book", "drink", "ball", "key")
 NOUNS = ("friend", "teacher", "dog", "child", "doctor", "cat")
@@ -55,8 +67,24 @@ _TEMPLATES = (
     ["NAME", "went", "to", "the", "PLACE", "."],
     ["NAME", "gave", "a", "OBJ", "to", "the", "NOUN", "."],
     ["the", "NOUN", "went", "to", "the", "PLACE", "."],
-    ["when", "N1", "and", "N2", "went", "to", "the", "PLACE", ",", "B", "gave", "a", "OBJ",
-     "to", "ans", "tail"],
+    [
+        "when",
+        "N1",
+        "and",
+        "N2",
+        "went",
+        "to",
+        "the",
+        "PLACE",
+        ",",
+        "B",
+        "gave",
+        "a",
+        "OBJ",
+        "to",
+        "ans",
+        "tail",
+    ],
 )
 _IOI = len(_TEMPLATES) - 1
 _PAD = -1
@@ -81,14 +109,23 @@ class Corpus:
 
     def select(self, idx: torch.Tensor) -> "Corpus":
         """Per-seed subset of sequences; ``idx`` ``[S, B]``."""
+
         def take(t):
             return t.gather(1, idx[:, :, None].expand(*idx.shape, t.shape[2]))
-        return Corpus(take(self.x), take(self.y), take(self.answer), take(self.io),
-                      take(self.s), self.alpha)
+
+        return Corpus(
+            take(self.x),
+            take(self.y),
+            take(self.answer),
+            take(self.io),
+            take(self.s),
+            self.alpha,
+        )
 
 
-def sample(seeds: list[int], n: int, seq_len: int, p_ioi: float, alpha: float,
-           stream: int = 0) -> Corpus:
+def sample(
+    seeds: list[int], n: int, seq_len: int, p_ioi: float, alpha: float, stream: int = 0
+) -> Corpus:
     """``n`` sequences of ``seq_len`` tokens per seed; seed ``s``'s data depends only on
     ``(s, stream)``. ``p_ioi``: probability that a sentence is an IOI sentence; ``alpha``:
     probability that an IOI sentence ends with the generic ``to the NOUN``."""
@@ -98,8 +135,16 @@ def sample(seeds: list[int], n: int, seq_len: int, p_ioi: float, alpha: float,
     _validate.real("alpha", alpha, 0.0, 1.0)
     _validate.integer("stream", stream, 0, 10**6)
     seeds = _validate.seeds(seeds)
-    parts = [_sample_one(repro.generator(s * 1_000_003 + stream * 7_919 + 29), n, seq_len,
-                         p_ioi, alpha) for s in seeds]
+    parts = [
+        _sample_one(
+            repro.generator(s * 1_000_003 + stream * 7_919 + 29),
+            n,
+            seq_len,
+            p_ioi,
+            alpha,
+        )
+        for s in seeds
+    ]
     fields = [torch.stack([p[i] for p in parts]) for i in range(5)]
     return Corpus(*fields, alpha=float(alpha))
 
@@ -119,17 +164,29 @@ def _sample_one(gen: torch.Generator, n: int, seq_len: int, p_ioi: float, alpha:
 
     generic = torch.randint(0, _IOI, shape, generator=gen)
     kind = torch.where(torch.rand(shape, generator=gen) < p_ioi, _IOI, generic)
-    name, place, obj, noun = pick(_NAME_IDS), pick(_PLACE_IDS), pick(_OBJECT_IDS), pick(_NOUN_IDS)
+    name, place, obj, noun = (
+        pick(_NAME_IDS),
+        pick(_PLACE_IDS),
+        pick(_OBJECT_IDS),
+        pick(_NOUN_IDS),
+    )
     # two distinct names: b = a + offset (mod the number of names), offset in 1..n_names-1
     ia = torch.randint(0, len(NAMES), shape, generator=gen)
     ib = (ia + torch.randint(1, len(NAMES), shape, generator=gen)) % len(NAMES)
     a, b = _NAME_IDS[ia], _NAME_IDS[ib]
     swap = torch.rand(shape, generator=gen) < 0.5
     generic_end = torch.rand(shape, generator=gen) < alpha
-    fill = {"NAME": name, "PLACE": place, "OBJ": obj, "NOUN": noun, "B": b,
-            "N1": torch.where(swap, b, a), "N2": torch.where(swap, a, b),
-            "ans": torch.where(generic_end, THE, a),
-            "tail": torch.where(generic_end, noun, _PAD)}
+    fill = {
+        "NAME": name,
+        "PLACE": place,
+        "OBJ": obj,
+        "NOUN": noun,
+        "B": b,
+        "N1": torch.where(swap, b, a),
+        "N2": torch.where(swap, a, b),
+        "ans": torch.where(generic_end, THE, a),
+        "tail": torch.where(generic_end, noun, _PAD),
+    }
     tokens = torch.full((n, K, _L), _PAD, dtype=torch.long)
     answer = torch.zeros((n, K, _L), dtype=torch.bool)
     io = torch.full((n, K, _L), -1, dtype=torch.long)
@@ -140,21 +197,27 @@ def _sample_one(gen: torch.Generator, n: int, seq_len: int, p_ioi: float, alpha:
             value = fill[slot] if slot in fill else torch.full(shape, TOKEN[slot])
             tokens[:, :, j] = torch.where(rows, value, tokens[:, :, j])
         if k == _IOI:
-            j = template.index("ans") - 1  # the input "to" whose next token is the answer
+            j = (
+                template.index("ans") - 1
+            )  # the input "to" whose next token is the answer
             answer[:, :, j] = rows
             io[:, :, j] = torch.where(rows, a, -1)
             sub[:, :, j] = torch.where(rows, b, -1)
     # the terminating "." of IOI sentences follows the answer or the tail noun
     end = torch.where(generic_end, _L, _L - 1)
-    has_dot = (kind == _IOI)[:, :, None] & (torch.arange(_L + 1)[None, None, :] == end[:, :, None])
+    has_dot = (kind == _IOI)[:, :, None] & (
+        torch.arange(_L + 1)[None, None, :] == end[:, :, None]
+    )
     tokens = torch.cat([tokens, torch.full((n, K, 1), _PAD)], dim=2)
     tokens[has_dot] = TOKEN["."]
-    answer, io, sub = (torch.cat([t, torch.full((n, K, 1), f, dtype=t.dtype)], dim=2)
-                       for t, f in ((answer, False), (io, -1), (sub, -1)))
+    answer, io, sub = (
+        torch.cat([t, torch.full((n, K, 1), f, dtype=t.dtype)], dim=2)
+        for t, f in ((answer, False), (io, -1), (sub, -1))
+    )
     # concatenate each row's sentences without the pads: a stable sort moves the kept
     # tokens to the front in order, with no Python loop over sequences
     keep = (tokens != _PAD).view(n, -1)
-    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :seq_len + 1]
+    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, : seq_len + 1]
     flat = [t.view(n, -1).gather(1, order) for t in (tokens, answer, io, sub)]
     seq, ans, io_, s_ = flat
     x, y = seq[:, :-1], seq[:, 1:]

@@ -54,7 +54,7 @@ class Config(ExperimentConfig):
     OPTIMIZER = "adam"
 
     def __post_init__(self):
-        _validate.sequence("allocations", self.allocations, 1)   # (n_layer, ff_mult)
+        _validate.sequence("allocations", self.allocations, 1)  # (n_layer, ff_mult)
         for i, pair in enumerate(self.allocations):
             _validate.sequence(f"allocations[{i}]", pair, 2, 2)
             layers, mult = pair
@@ -70,10 +70,22 @@ class Config(ExperimentConfig):
     def model_config(self, n_layer: int, ff_mult: int) -> TransformerConfig:
         std = 1.0 / math.sqrt(3 * self.d)
         return TransformerConfig(
-            vocab_size=nr.VOCAB_SIZE, block_size=self.seq_len, n_layer=n_layer, n_head=1,
-            d_model=self.d, ff="mlp" if ff_mult else "none", ff_mult=max(ff_mult, 1),
-            positional="absolute", layernorm=self.layernorm, tied=False, freeze_embeddings=True,
-            freeze_unembedding=True, init_std=std, embed_std=1.0, head_std=std)
+            vocab_size=nr.VOCAB_SIZE,
+            block_size=self.seq_len,
+            n_layer=n_layer,
+            n_head=1,
+            d_model=self.d,
+            ff="mlp" if ff_mult else "none",
+            ff_mult=max(ff_mult, 1),
+            positional="absolute",
+            layernorm=self.layernorm,
+            tied=False,
+            freeze_embeddings=True,
+            freeze_unembedding=True,
+            init_std=std,
+            embed_std=1.0,
+            head_std=std,
+        )
 
 
 @dataclass
@@ -93,7 +105,9 @@ class Result:
         return np.stack([h.final(name) for h in self.histories])
 
 
-def bayes_losses(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def bayes_losses(
+    data: nr.NoisyRecall,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per position ``[S, N, T]``: the Bayes cross-entropy, and masks of background positions
     (input not a trigger) and of recall positions (``data.mask``)."""
     _, cond = nr.character_statistics()
@@ -102,7 +116,9 @@ def bayes_losses(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor, torc
     a = data.alpha
     V = nr.VOCAB_SIZE
     # at a recall position the label is tau w.p. alpha + (1-alpha)[ybar = tau], else ybar
-    p_tau = torch.where(data.ybar == nr.NOISE_TOKEN, 1.0, a + 0.0)[:, :, None].expand_as(bayes)
+    p_tau = torch.where(data.ybar == nr.NOISE_TOKEN, 1.0, a + 0.0)[
+        :, :, None
+    ].expand_as(bayes)
     p_lab = torch.where(data.y == nr.NOISE_TOKEN, p_tau, 1 - p_tau).double()
     recall = data.mask
     bayes = torch.where(recall, -torch.log(p_lab.clamp_min(1e-12)), bayes)
@@ -114,57 +130,108 @@ def bayes_losses(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor, torc
 def run(config: Config) -> Result:
     """Train each allocation (seeds batched) and evaluate its excess losses."""
     S, B = config.n_seeds, config.batch_size
-    pool = nr.sample(config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0)
-    test = nr.sample(config.seeds, config.n_test, config.seq_len, config.alpha, stream=3)
+    pool = nr.sample(
+        config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0
+    )
+    test = nr.sample(
+        config.seeds, config.n_test, config.seq_len, config.alpha, stream=3
+    )
     bayes, background, recall = bayes_losses(test)
     histories, n_params, mlp_params = [], [], []
     for layers, mult in config.allocations:
         # the init seed names the allocation, not its index, so a sweep split over processes
         # trains the same models as one run
-        model = Transformer(config.model_config(layers, mult), n_seeds=S,
-                            seed=config.seed + 101 * (100 * layers + mult))
+        model = Transformer(
+            config.model_config(layers, mult),
+            n_seeds=S,
+            seed=config.seed + 101 * (100 * layers + mult),
+        )
         n_params.append(model.n_params())
-        mlp_params.append(sum(p[0].numel() for n, p in model.named_parameters()
-                              if ".ff." in n and p.requires_grad))
+        mlp_params.append(
+            sum(
+                p[0].numel()
+                for n, p in model.named_parameters()
+                if ".ff." in n and p.requires_grad
+            )
+        )
 
         def loss(idx, model=model):
             batch = pool.select(idx)
             logits = model(batch.x)
-            return F.cross_entropy(logits.flatten(0, 2), batch.y.flatten(),
-                                   reduction="none").view(batch.y.shape).mean(dim=(1, 2))
+            return (
+                F.cross_entropy(
+                    logits.flatten(0, 2), batch.y.flatten(), reduction="none"
+                )
+                .view(batch.y.shape)
+                .mean(dim=(1, 2))
+            )
 
         def evaluate(model=model):
             logits = model(test.x).flatten(0, 2).double()
-            nll = F.cross_entropy(logits, test.y.flatten(),
-                                  reduction="none").view(test.y.shape)
+            nll = F.cross_entropy(logits, test.y.flatten(), reduction="none").view(
+                test.y.shape
+            )
             excess = nll - bayes
-            return {"bigram_excess": masked_mean(excess, background),
-                    "recall_excess": masked_mean(excess, recall)}
+            return {
+                "bigram_excess": masked_mean(excess, background),
+                "recall_excess": masked_mean(excess, recall),
+            }
 
-        histories.append(train(model, loss, config.train_config(), evaluate,
-                               n_train=pool.x.shape[1], n_seeds=S,
-                               batch_seeds=[s + 104_729 for s in config.seeds]))
-    return Result(config=config, n_params=np.array(n_params), mlp_params=np.array(mlp_params),
-                  histories=histories)
+        histories.append(
+            train(
+                model,
+                loss,
+                config.train_config(),
+                evaluate,
+                n_train=pool.x.shape[1],
+                n_seeds=S,
+                batch_seeds=[s + 104_729 for s in config.seeds],
+            )
+        )
+    return Result(
+        config=config,
+        n_params=np.array(n_params),
+        mlp_params=np.array(mlp_params),
+        histories=histories,
+    )
 
 
-def to_record(result: Result, cpu_seconds: float, seconds: float | None = None,
-              git: tuple[str | None, bool | None] | None = None) -> dict:
+def to_record(
+    result: Result,
+    cpu_seconds: float,
+    seconds: float | None = None,
+    git: tuple[str | None, bool | None] | None = None,
+) -> dict:
     """The sweep as a record (:mod:`revlib.records`): history ``i`` (allocation ``i``) at
     ``histories.<i>``, curves rounded to 5 decimals, the weight counts as extras."""
     histories, metrics = {}, {}
     for i, h in enumerate(result.histories):
-        curves = {k: np.round(v, 5).T.tolist() for k, v in h.values.items()}   # [S][E]
-        histories[f"histories.{i}"] = {"steps": h.steps.tolist(), "lr": float(h.lr),
-                                       "curves": curves}
-        metrics.update({f"histories.{i}.{k}": [c[-1] for c in per_seed]
-                        for k, per_seed in curves.items()})
-    return records.make("allocation", result.config, seeds=result.config.seeds,
-                        metrics=metrics, histories=histories,
-                        extras={"n_params": result.n_params.tolist(),
-                                "mlp_params": result.mlp_params.tolist()},
-                        seconds=None if seconds is None else round(seconds, 1),
-                        cpu_seconds=round(cpu_seconds, 1), git=git)
+        curves = {k: np.round(v, 5).T.tolist() for k, v in h.values.items()}  # [S][E]
+        histories[f"histories.{i}"] = {
+            "steps": h.steps.tolist(),
+            "lr": float(h.lr),
+            "curves": curves,
+        }
+        metrics.update(
+            {
+                f"histories.{i}.{k}": [c[-1] for c in per_seed]
+                for k, per_seed in curves.items()
+            }
+        )
+    return records.make(
+        "allocation",
+        result.config,
+        seeds=result.config.seeds,
+        metrics=metrics,
+        histories=histories,
+        extras={
+            "n_params": result.n_params.tolist(),
+            "mlp_params": result.mlp_params.tolist(),
+        },
+        seconds=None if seconds is None else round(seconds, 1),
+        cpu_seconds=round(cpu_seconds, 1),
+        git=git,
+    )
 
 
 def from_record(rec: dict) -> Result:
@@ -173,11 +240,20 @@ def from_record(rec: dict) -> Result:
     cfg["allocations"] = tuple(tuple(a) for a in cfg["allocations"])
     config = Config(**cfg)
     paths = sorted(rec["histories"], key=lambda p: int(p.rsplit(".", 1)[1]))
-    histories = [History(steps=np.array(h["steps"]), lr=config.lr,
-                         values={k: np.array(v).T for k, v in h["curves"].items()})
-                 for h in (rec["histories"][p] for p in paths)]
-    return Result(config=config, n_params=np.array(rec["extras"]["n_params"]),
-                  mlp_params=np.array(rec["extras"]["mlp_params"]), histories=histories)
+    histories = [
+        History(
+            steps=np.array(h["steps"]),
+            lr=config.lr,
+            values={k: np.array(v).T for k, v in h["curves"].items()},
+        )
+        for h in (rec["histories"][p] for p in paths)
+    ]
+    return Result(
+        config=config,
+        n_params=np.array(rec["extras"]["n_params"]),
+        mlp_params=np.array(rec["extras"]["mlp_params"]),
+        histories=histories,
+    )
 
 
 def load(path) -> Result:
@@ -194,18 +270,26 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--eval-points", type=int, default=16)
     args = parser.parse_args(argv)
-    wall, git = time.time(), records.git_state()   # the code version at the start
-    config = Config(n_seeds=args.n_seeds, steps=args.steps, eval_points=args.eval_points)
+    wall, git = time.time(), records.git_state()  # the code version at the start
+    config = Config(
+        n_seeds=args.n_seeds, steps=args.steps, eval_points=args.eval_points
+    )
     # one process per allocation (each single-threaded, as repro.setup makes it)
     with multiprocessing.get_context("spawn").Pool(len(config.allocations)) as pool:
-        parts = pool.map(_run_one, [replace(config, allocations=(a,)) for a in config.allocations])
-    result = Result(config=config, n_params=np.concatenate([p[0].n_params for p in parts]),
-                    mlp_params=np.concatenate([p[0].mlp_params for p in parts]),
-                    histories=[p[0].histories[0] for p in parts])
+        parts = pool.map(
+            _run_one, [replace(config, allocations=(a,)) for a in config.allocations]
+        )
+    result = Result(
+        config=config,
+        n_params=np.concatenate([p[0].n_params for p in parts]),
+        mlp_params=np.concatenate([p[0].mlp_params for p in parts]),
+        histories=[p[0].histories[0] for p in parts],
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    records.write(out, to_record(result, sum(p[1] for p in parts), time.time() - wall,
-                                 git=git))
+    records.write(
+        out, to_record(result, sum(p[1] for p in parts), time.time() - wall, git=git)
+    )
 
 
 def _run_one(config: Config) -> tuple[Result, float]:

@@ -16,10 +16,19 @@ from revlib.config import ExperimentConfig
 from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
 from revlib.experiments.surface_names import metrics
 from revlib.metrics import masked_mean
-from revlib.models.jepa import (JEPA, JEPAConfig, check_sizes, infonce_loss,
-                                resolve_concept_ln)
-from revlib.models.transformer import (Transformer, TransformerConfig, answer_loss,
-                                       check_shape)
+from revlib.models.jepa import (
+    JEPA,
+    JEPAConfig,
+    check_sizes,
+    infonce_loss,
+    resolve_concept_ln,
+)
+from revlib.models.transformer import (
+    Transformer,
+    TransformerConfig,
+    answer_loss,
+    check_shape,
+)
 from revlib.train import History, train
 
 MODELS = ("standard", "jepa", "jepa_memory")
@@ -79,9 +88,16 @@ class Config(ExperimentConfig):
 
     def jepa_config(self, vocab_size: int) -> JEPAConfig:
         memory = self.model == "jepa_memory"
-        return JEPAConfig(vocab_size=vocab_size, patch_len=1, n_rec=self.n_rec, n_sem=self.n_sem,
-                          d_model=self.d_model, n_head=self.n_head, memory=memory,
-                          concept_ln=resolve_concept_ln(self.concept_ln, memory))
+        return JEPAConfig(
+            vocab_size=vocab_size,
+            patch_len=1,
+            n_rec=self.n_rec,
+            n_sem=self.n_sem,
+            d_model=self.d_model,
+            n_head=self.n_head,
+            memory=memory,
+            concept_ln=resolve_concept_ln(self.concept_ln, memory),
+        )
 
 
 @dataclass
@@ -114,46 +130,73 @@ class Result:
         return out
 
 
-def _group_means(correct: torch.Tensor, reverse: torch.Tensor) -> dict[str, torch.Tensor]:
+def _group_means(
+    correct: torch.Tensor, reverse: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """``correct``, ``reverse`` ``[S, N]`` -> accuracy overall, forward-only, with a reverse step."""
     c = correct.float()
-    return {"probe_acc": c.mean(-1), "forward_acc": masked_mean(c, ~reverse, dim=-1),
-            "reverse_acc": masked_mean(c, reverse, dim=-1)}
+    return {
+        "probe_acc": c.mean(-1),
+        "forward_acc": masked_mean(c, ~reverse, dim=-1),
+        "reverse_acc": masked_mean(c, reverse, dim=-1),
+    }
 
 
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` models of kind ``config.model`` (one batched model), evaluate."""
-    task = arithmetic_task(config.modulus, config.per_value, config.n_chains, config.chain_len,
-                           config.core_frac, config.seeds)
+    task = arithmetic_task(
+        config.modulus,
+        config.per_value,
+        config.n_chains,
+        config.chain_len,
+        config.core_frac,
+        config.seeds,
+    )
     S, P = config.n_seeds, task.modulus
     seeds_ix = torch.arange(S)[:, None]
-    train_seqs = task.sequences(task.train)                              # [S, N, 4]
-    eval_train, probes = train_seqs[:, :config.n_eval], task.sequences(task.probes)
+    train_seqs = task.sequences(task.train)  # [S, N, 4]
+    eval_train, probes = train_seqs[:, : config.n_eval], task.sequences(task.probes)
     if config.probes_in_training:
         train_seqs = torch.cat([train_seqs, probes], 1)
-    n_out = task.eq_token          # answers are values or entities, never <=> or <mask>
+    n_out = task.eq_token  # answers are values or entities, never <=> or <mask>
 
     if config.model == "standard":
-        model = Transformer(TransformerConfig(
-            vocab_size=task.vocab_size, block_size=4, n_layer=config.n_layer, n_head=config.n_head,
-            d_model=config.d_model, positional="none", tied=True), n_seeds=S, seed=config.seed)
-        target = torch.tensor([False, False, True])   # only <mask> predicts (the answer)
+        model = Transformer(
+            TransformerConfig(
+                vocab_size=task.vocab_size,
+                block_size=4,
+                n_layer=config.n_layer,
+                n_head=config.n_head,
+                d_model=config.d_model,
+                positional="none",
+                tied=True,
+            ),
+            n_seeds=S,
+            seed=config.seed,
+        )
+        target = torch.tensor([False, False, True])  # only <mask> predicts (the answer)
 
         def loss(idx):
             x = train_seqs[seeds_ix, idx]
-            return answer_loss(model(x[..., :-1]), x[..., 1:], target.expand(*x.shape[:2], 3))
+            return answer_loss(
+                model(x[..., :-1]), x[..., 1:], target.expand(*x.shape[:2], 3)
+            )
 
         def train_acc():
             return metrics(model, eval_train, 1, n_out)[0]
 
         def probe_correct():
-            logits = model(probes[..., :-1])[..., 2, :P]                 # ranked among values
+            logits = model(probes[..., :-1])[..., 2, :P]  # ranked among values
             return logits.argmax(-1) == probes[..., 3]
     else:
         # one memory key per token (values, entities, <=>, <mask>): every patch is one token
         keys = torch.arange(task.vocab_size).expand(S, -1)[..., None]
-        model = JEPA(config.jepa_config(task.vocab_size + 1), S, seed=config.seed,
-                     memory_keys=keys if config.model == "jepa_memory" else None)
+        model = JEPA(
+            config.jepa_config(task.vocab_size + 1),
+            S,
+            seed=config.seed,
+            memory_keys=keys if config.model == "jepa_memory" else None,
+        )
         last = torch.zeros(train_seqs.shape, dtype=torch.long)
 
         def loss(idx):
@@ -163,7 +206,9 @@ def run(config: Config) -> Result:
         def predict_rank(seqs, n_tokens):
             """Rank the predicted concept against the concepts of tokens ``[0, n_tokens)``."""
             toks = torch.arange(n_tokens).expand(S, -1)
-            table = model.candidates(model.concepts(toks[..., None], torch.zeros_like(toks)))
+            table = model.candidates(
+                model.concepts(toks[..., None], torch.zeros_like(toks))
+            )
             pred, _ = model(seqs[..., None], torch.zeros_like(seqs))
             return (pred @ table.transpose(1, 2)).argmax(-1) == seqs[..., 3]
 
@@ -176,9 +221,17 @@ def run(config: Config) -> Result:
     def evaluate():
         return {"train_acc": train_acc(), **_group_means(probe_correct(), task.reverse)}
 
-    history = train(model, loss, config.train_config(), evaluate,
-                    n_train=train_seqs.shape[1],
-                    n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
+    history = train(
+        model,
+        loss,
+        config.train_config(),
+        evaluate,
+        n_train=train_seqs.shape[1],
+        n_seeds=S,
+        batch_seeds=[s + 7_777 for s in config.seeds],
+    )
     with torch.no_grad():
         final = probe_correct().numpy()
-    return Result(config=config, task=task, model=model, history=history, probe_correct=final)
+    return Result(
+        config=config, task=task, model=model, history=history, probe_correct=final
+    )

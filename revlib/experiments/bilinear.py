@@ -99,38 +99,60 @@ class Result:
 
     def predicted_train_loss(self) -> np.ndarray:
         """The orthogonal-limit gradient-flow curve at ``self.time`` (zero init only)."""
-        return theory.orthogonal_limit_train_loss(self.time, self.config.m, self.task.n_train)
+        return theory.orthogonal_limit_train_loss(
+            self.time, self.config.m, self.task.n_train
+        )
 
 
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` bilinear models at once and evaluate them."""
-    task = bilinear_task(config.m, config.n, config.d, config.n_reverse_heldout, config.seeds)
-    if config.reverse_in_training:  # control: the held-out reverse facts join the training set
+    task = bilinear_task(
+        config.m, config.n, config.d, config.n_reverse_heldout, config.seeds
+    )
+    if (
+        config.reverse_in_training
+    ):  # control: the held-out reverse facts join the training set
         task = dataclasses.replace(
-            task, train_in=torch.cat([task.train_in, task.heldout_in], dim=1),
-            train_out=torch.cat([task.train_out, task.heldout_out], dim=1))
-    gain = 0.0 if config.no_training else 1.0  # control: a zero loss makes every step a no-op
+            task,
+            train_in=torch.cat([task.train_in, task.heldout_in], dim=1),
+            train_out=torch.cat([task.train_out, task.heldout_out], dim=1),
+        )
+    gain = (
+        0.0 if config.no_training else 1.0
+    )  # control: a zero loss makes every step a no-op
     S, r = task.n_seeds, task.coords.shape[-1]
     theta0 = None
     if config.init == "pretrained":
         # Q^T G Q has i.i.d. N(0, 1) entries for orthonormal Q: sampling directly in span
         # coordinates gives exactly the law of a Gaussian d x d initialisation.
         theta0 = config.init_scale * torch.stack(
-            [torch.randn(r, r, generator=repro.generator(s + 7_919)) for s in config.seeds])
+            [
+                torch.randn(r, r, generator=repro.generator(s + 7_919))
+                for s in config.seeds
+            ]
+        )
     model = Bilinear(S, r, theta0)
     vocab = task.coords
 
     def loss(idx):
         if idx is None:
             return gain * model.loss(vocab, task.train_in, task.train_out)
-        return gain * model.loss(vocab, task.train_in.gather(1, idx),
-                                 task.train_out.gather(1, idx))
+        return gain * model.loss(
+            vocab, task.train_in.gather(1, idx), task.train_out.gather(1, idx)
+        )
 
     history = train(
-        model, loss, config.train_config(),
-        lambda: {"train_loss": model.loss(vocab, task.train_in, task.train_out),
-                 "reverse_loss": model.loss(vocab, task.heldout_in, task.heldout_out)},
-        n_train=task.n_train, n_seeds=S, batch_seeds=[s + 104_729 for s in config.seeds])
+        model,
+        loss,
+        config.train_config(),
+        lambda: {
+            "train_loss": model.loss(vocab, task.train_in, task.train_out),
+            "reverse_loss": model.loss(vocab, task.heldout_in, task.heldout_out),
+        },
+        n_train=task.n_train,
+        n_seeds=S,
+        batch_seeds=[s + 104_729 for s in config.seeds],
+    )
     with torch.no_grad():
         theta = model.theta
         xs = torch.gather(vocab, 1, task.x[..., None].expand(-1, -1, r))
@@ -138,7 +160,13 @@ def run(config: Config) -> Result:
         forward = xs @ theta @ ys.transpose(-1, -2)
         reverse = ys @ theta @ xs.transpose(-1, -2)
         init = theory.initial_probability_range(
-            theta0 if theta0 is not None else torch.zeros(S, r, r), vocab)
-    return Result(config=config, task=task, history=history,
-                  forward_logits=forward.numpy(), reverse_logits=reverse.numpy(),
-                  init_probability_range=init.numpy())
+            theta0 if theta0 is not None else torch.zeros(S, r, r), vocab
+        )
+    return Result(
+        config=config,
+        task=task,
+        history=history,
+        forward_logits=forward.numpy(),
+        reverse_logits=reverse.numpy(),
+        init_probability_range=init.numpy(),
+    )

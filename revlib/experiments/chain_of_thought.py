@@ -51,7 +51,7 @@ class Config(ExperimentConfig):
     heldout_in_training: bool = False
     no_training: bool = False
 
-    OPTIMIZER = "gd"   # the reparameterised model's; the transformer's: tf_train_config
+    OPTIMIZER = "gd"  # the reparameterised model's; the transformer's: tf_train_config
 
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 8, 100_000)
@@ -60,8 +60,12 @@ class Config(ExperimentConfig):
         _validate.integer("epochs", self.epochs, 1, 100_000)
         _validate.integer("alphabet", self.alphabet, 2, 100_000)
         _validate.integer("related_train", self.related_train, 1, self.alphabet - 1)
-        _validate.integer("related_heldout", self.related_heldout, 1,
-                          self.alphabet - self.related_train)
+        _validate.integer(
+            "related_heldout",
+            self.related_heldout,
+            1,
+            self.alphabet - self.related_train,
+        )
         _validate.integer("related_epochs", self.related_epochs, 0, 100_000)
         for name in ("heldout_in_training", "no_training"):
             _validate.boolean(name, getattr(self, name))
@@ -78,12 +82,26 @@ class Config(ExperimentConfig):
 
     def tf_train_config(self, n_train: int, epochs: int) -> TrainConfig:
         _validate.integer("batch_size", self.batch_size, 1, n_train)
-        if self.no_training:  # one step of zero loss: the weights stay where they started
-            return TrainConfig(steps=1, lr=self.tf_lr, optimizer="adamw",
-                               batch_size=self.batch_size, weight_decay=0.0, eval_points=2)
+        if (
+            self.no_training
+        ):  # one step of zero loss: the weights stay where they started
+            return TrainConfig(
+                steps=1,
+                lr=self.tf_lr,
+                optimizer="adamw",
+                batch_size=self.batch_size,
+                weight_decay=0.0,
+                eval_points=2,
+            )
         steps = max(1, epochs * (n_train // self.batch_size))
-        return TrainConfig(steps=steps, lr=self.tf_lr, optimizer="adamw", batch_size=self.batch_size,
-                           weight_decay=self.weight_decay, eval_points=self.eval_points)
+        return TrainConfig(
+            steps=steps,
+            lr=self.tf_lr,
+            optimizer="adamw",
+            batch_size=self.batch_size,
+            weight_decay=self.weight_decay,
+            eval_points=self.eval_points,
+        )
 
     def _loss(self, value: torch.Tensor) -> torch.Tensor:
         return value * 0.0 if self.no_training else value
@@ -111,8 +129,10 @@ class Result:
     task: ChainTask
     reparam: ModelResult
     transformer: ModelResult
-    reparam_Y_AC_heldout: np.ndarray  # [E, S]: largest Y[A_i, C_i] over held-out triples
-    related: History | None            # two-token NLLs of the correlated-token variant
+    reparam_Y_AC_heldout: (
+        np.ndarray
+    )  # [E, S]: largest Y[A_i, C_i] over held-out triples
+    related: History | None  # two-token NLLs of the correlated-token variant
     related_task: ChainTask | None
 
     @property
@@ -121,29 +141,41 @@ class Result:
 
 
 def _gather(seq: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
-    return seq if idx is None else seq.gather(1, idx[..., None].expand(-1, -1, seq.shape[-1]))
+    return (
+        seq
+        if idx is None
+        else seq.gather(1, idx[..., None].expand(-1, -1, seq.shape[-1]))
+    )
 
 
 def _answer_logits_fn(model, kind: str):
     """``logits(entity [S, B], relation) -> [S, B, V]``: the next-token logits after "entity rel"."""
     if kind == "reparam":
         return lambda ent, rel: model(ent[..., None], torch.full_like(ent, rel))
-    return lambda ent, rel: model(torch.stack([ent, torch.full_like(ent, rel)], dim=-1))[:, :, 1]
+    return lambda ent, rel: model(
+        torch.stack([ent, torch.full_like(ent, rel)], dim=-1)
+    )[:, :, 1]
 
 
 def _evaluate(logits, task: ChainTask, history: History) -> ModelResult:
     a, b, c, k = task.a, task.b, task.c, task.n_heldout
     with torch.no_grad():
         lab, lbc, lac = logits(a, DIRECT), logits(b, DIRECT), logits(a, INDIRECT)
-        blocks = {"B|A": torch.gather(lab, 2, b[:, None, :].expand(-1, a.shape[1], -1)),
-                  "C|B": torch.gather(lbc, 2, c[:, None, :].expand(-1, a.shape[1], -1)),
-                  "C|A": torch.gather(lac, 2, c[:, None, :].expand(-1, a.shape[1], -1))}
+        blocks = {
+            "B|A": torch.gather(lab, 2, b[:, None, :].expand(-1, a.shape[1], -1)),
+            "C|B": torch.gather(lbc, 2, c[:, None, :].expand(-1, a.shape[1], -1)),
+            "C|A": torch.gather(lac, 2, c[:, None, :].expand(-1, a.shape[1], -1)),
+        }
         b_hat = logits(a[:, :k], DIRECT).argmax(-1)
         c_hat = logits(b_hat, DIRECT).argmax(-1)
         two = (c_hat == c[:, :k]).float().mean(1)
         direct = (logits(a[:, :k], INDIRECT).argmax(-1) == c[:, :k]).float().mean(1)
-    return ModelResult(history=history, blocks={key: v.numpy() for key, v in blocks.items()},
-                       two_step_acc=two.numpy(), direct_acc=direct.numpy())
+    return ModelResult(
+        history=history,
+        blocks={key: v.numpy() for key, v in blocks.items()},
+        two_step_acc=two.numpy(),
+        direct_acc=direct.numpy(),
+    )
 
 
 def _evaluator(logits, task: ChainTask, extra=None):
@@ -157,11 +189,15 @@ def _evaluator(logits, task: ChainTask, extra=None):
         return nll(_seq_logits(logits, seq), seq[..., 2]).mean(1)
 
     def evaluate():
-        return {"p_AB": p(a, DIRECT, b).mean(1), "p_BC": p(b, DIRECT, c).mean(1),
-                "p_AC_train": p(a[:, k:], INDIRECT, c[:, k:]).mean(1),
-                "p_AC_heldout": p(a[:, :k], INDIRECT, c[:, :k]).mean(1),
-                "nll_train": nll_of(task.train), "nll_heldout": nll_of(task.heldout),
-                **(extra() if extra else {})}
+        return {
+            "p_AB": p(a, DIRECT, b).mean(1),
+            "p_BC": p(b, DIRECT, c).mean(1),
+            "p_AC_train": p(a[:, k:], INDIRECT, c[:, k:]).mean(1),
+            "p_AC_heldout": p(a[:, :k], INDIRECT, c[:, :k]).mean(1),
+            "nll_train": nll_of(task.train),
+            "nll_heldout": nll_of(task.heldout),
+            **(extra() if extra else {}),
+        }
 
     return evaluate
 
@@ -173,18 +209,25 @@ def _seq_logits(logits, seq: torch.Tensor) -> torch.Tensor:
     return torch.where((seq[..., 1] == INDIRECT)[..., None], ind, out)
 
 
-def _related_nll(model: Transformer, seq: torch.Tensor, first_only: bool = False) -> torch.Tensor:
+def _related_nll(
+    model: Transformer, seq: torch.Tensor, first_only: bool = False
+) -> torch.Tensor:
     """Answer-word NLL ``[S, N]`` of five-token sentences: ``-log p(t3 | t0..t2) - log p(t4 | t0..t3)``."""
     logp = torch.log_softmax(model(seq[..., :4])[:, :, 2:4], dim=-1)
-    tok = torch.gather(logp, 3, seq[..., 3:5, None]).squeeze(-1)   # [S, N, 2]
+    tok = torch.gather(logp, 3, seq[..., 3:5, None]).squeeze(-1)  # [S, N, 2]
     return -(tok[..., 0] if first_only else tok.sum(-1))
 
 
 def run(config: Config) -> Result:
     """Train the reparameterised model, the transformer and (optionally) the correlated-token
     variant, ``config.n_seeds`` seeds at once."""
-    task = chain_task(config.vocab_size, config.n, config.n_heldout, config.seeds,
-                      heldout_in_training=config.heldout_in_training)
+    task = chain_task(
+        config.vocab_size,
+        config.n,
+        config.n_heldout,
+        config.seeds,
+        heldout_in_training=config.heldout_in_training,
+    )
     S, V = task.n_seeds, config.vocab_size
     k = task.n_heldout
     s = torch.arange(S)[:, None]
@@ -192,17 +235,31 @@ def run(config: Config) -> Result:
     # the reparameterised model, full-batch GD from Y = Z = 0
     reparam = Reparam(S, V)
     rlog = _answer_logits_fn(reparam, "reparam")
-    rhist = train(reparam, lambda idx: config._loss(
-                      nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1)),
-                  config.train_config(),
-                  _evaluator(rlog, task, lambda: {"Y_AC_heldout": reparam.Y[
-                      s, task.a[:, :k], task.c[:, :k]].amax(1)}),
-                  n_seeds=S)
+    rhist = train(
+        reparam,
+        lambda idx: config._loss(
+            nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1)
+        ),
+        config.train_config(),
+        _evaluator(
+            rlog,
+            task,
+            lambda: {
+                "Y_AC_heldout": reparam.Y[s, task.a[:, :k], task.c[:, :k]].amax(1)
+            },
+        ),
+        n_seeds=S,
+    )
     reparam_res = _evaluate(rlog, task, rhist)
 
     # the small causal transformer, AdamW on minibatches (the paper's optimiser)
-    tcfg = TransformerConfig(vocab_size=V, block_size=2, n_layer=config.n_layer,
-                             n_head=config.n_head, d_model=config.d_model)
+    tcfg = TransformerConfig(
+        vocab_size=V,
+        block_size=2,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        d_model=config.d_model,
+    )
     tf = Transformer(tcfg, S, seed=config.seed)
     tlog = _answer_logits_fn(tf, "transformer")
 
@@ -210,31 +267,62 @@ def run(config: Config) -> Result:
         seq = _gather(task.train, idx)
         return config._loss(nll(_seq_logits(tlog, seq), seq[..., 2]).mean(1))
 
-    thist = train(tf, tf_loss, config.tf_train_config(task.n_train, config.epochs),
-                  _evaluator(tlog, task), n_train=task.n_train, n_seeds=S,
-                  batch_seeds=[x + 104_729 for x in config.seeds])
+    thist = train(
+        tf,
+        tf_loss,
+        config.tf_train_config(task.n_train, config.epochs),
+        _evaluator(tlog, task),
+        n_train=task.n_train,
+        n_seeds=S,
+        batch_seeds=[x + 104_729 for x in config.seeds],
+    )
     tf.eval()
     tf_res = _evaluate(tlog, task, thist)
 
     related, rtask = None, None
     if config.related_epochs:
-        rtask = related_task(config.alphabet, config.related_train, config.related_heldout,
-                             config.seeds, heldout_in_training=config.heldout_in_training)
-        rcfg = TransformerConfig(vocab_size=rtask.vocab_size, block_size=4, n_layer=config.n_layer,
-                                 n_head=config.n_head, d_model=config.d_model)
+        rtask = related_task(
+            config.alphabet,
+            config.related_train,
+            config.related_heldout,
+            config.seeds,
+            heldout_in_training=config.heldout_in_training,
+        )
+        rcfg = TransformerConfig(
+            vocab_size=rtask.vocab_size,
+            block_size=4,
+            n_layer=config.n_layer,
+            n_head=config.n_head,
+            d_model=config.d_model,
+        )
         rel = Transformer(rcfg, S, seed=config.seed + 7_919)
 
         def rel_loss(idx):
             # mean per answer token
-            return config._loss(_related_nll(rel, _gather(rtask.train, idx)).mean(1) / 2)
+            return config._loss(
+                _related_nll(rel, _gather(rtask.train, idx)).mean(1) / 2
+            )
 
         related = train(
-            rel, rel_loss, config.tf_train_config(rtask.n_train, config.related_epochs),
-            lambda: {"word_nll_train": _related_nll(rel, rtask.train).mean(1),
-                     "word_nll_heldout": _related_nll(rel, rtask.heldout).mean(1),
-                     "first_nll_heldout":
-                         _related_nll(rel, rtask.heldout, True).mean(1),
-                     "word_nll_heldout_max": _related_nll(rel, rtask.heldout).amax(1)},
-            n_train=rtask.n_train, n_seeds=S, batch_seeds=[x + 7 for x in config.seeds])
-    return Result(config=config, task=task, reparam=reparam_res, transformer=tf_res,
-                  reparam_Y_AC_heldout=rhist["Y_AC_heldout"], related=related, related_task=rtask)
+            rel,
+            rel_loss,
+            config.tf_train_config(rtask.n_train, config.related_epochs),
+            lambda: {
+                "word_nll_train": _related_nll(rel, rtask.train).mean(1),
+                "word_nll_heldout": _related_nll(rel, rtask.heldout).mean(1),
+                "first_nll_heldout": _related_nll(rel, rtask.heldout, True).mean(1),
+                "word_nll_heldout_max": _related_nll(rel, rtask.heldout).amax(1),
+            },
+            n_train=rtask.n_train,
+            n_seeds=S,
+            batch_seeds=[x + 7 for x in config.seeds],
+        )
+    return Result(
+        config=config,
+        task=task,
+        reparam=reparam_res,
+        transformer=tf_res,
+        reparam_Y_AC_heldout=rhist["Y_AC_heldout"],
+        related=related,
+        related_task=rtask,
+    )

@@ -14,12 +14,23 @@ from revlib import _validate
 from revlib.config import ExperimentConfig
 from revlib.data.binding import binding_task
 from revlib.experiments import surface_names
-from revlib.models.transformer import (Transformer, TransformerConfig, answer_loss,
-                                       check_shape)
+from revlib.models.transformer import (
+    Transformer,
+    TransformerConfig,
+    answer_loss,
+    check_shape,
+)
 from revlib.theory import entanglement as theory
 
-CHECKS = ("sgd", "momentum", "adam_first", "adam_first_sgd_form", "adam_later", "sgd_all_layers")
-EXACT = ("sgd", "momentum", "adam_first")          # the derivation says: exact
+CHECKS = (
+    "sgd",
+    "momentum",
+    "adam_first",
+    "adam_first_sgd_form",
+    "adam_later",
+    "sgd_all_layers",
+)
+EXACT = ("sgd", "momentum", "adam_first")  # the derivation says: exact
 INEXACT = ("adam_first_sgd_form", "adam_later", "sgd_all_layers")
 ASSUMPTIONS = ("as_named", "removed", "met")
 
@@ -79,9 +90,11 @@ class _Probe:
     """Runs the model on two facts and exposes ``alpha, beta`` (inputs of the last ``fc2`` at the
     target position, ``[S, 4d]``), ``a, b`` (its outputs, ``[S, d]``) and their gradients."""
 
-    def __init__(self, model: Transformer, seqs: torch.Tensor, facts: tuple[int, ...] = (0, 1)):
-        self.model, self.seqs = model, seqs          # seqs [S, 2, 4]: h r <mask> t
-        self.facts = facts                           # the facts whose loss is trained
+    def __init__(
+        self, model: Transformer, seqs: torch.Tensor, facts: tuple[int, ...] = (0, 1)
+    ):
+        self.model, self.seqs = model, seqs  # seqs [S, 2, 4]: h r <mask> t
+        self.facts = facts  # the facts whose loss is trained
         self.fc2 = model.blocks[-1].ff.fc2
 
     def __call__(self, grad: bool = True):
@@ -94,7 +107,7 @@ class _Probe:
         handle = self.fc2.register_forward_hook(hook)
         x = self.seqs
         mask = torch.zeros(x.shape[:-1] + (3,), dtype=torch.bool)
-        mask[:, list(self.facts), 2] = True          # <mask> predicts t
+        mask[:, list(self.facts), 2] = True  # <mask> predicts t
         loss = answer_loss(self.model(x[..., :-1]), x[..., 1:], mask)
         handle.remove()
         if grad:
@@ -102,8 +115,14 @@ class _Probe:
             loss.sum().backward()
         h, y = store["h"].detach()[:, :, 2], store["y"]
         g = y.grad[:, :, 2] if grad else None
-        return h[:, 0], h[:, 1], y.detach()[:, 0, 2], y.detach()[:, 1, 2], \
-            (None if g is None else g[:, 0]), (None if g is None else g[:, 1])
+        return (
+            h[:, 0],
+            h[:, 1],
+            y.detach()[:, 0, 2],
+            y.detach()[:, 1, 2],
+            (None if g is None else g[:, 0]),
+            (None if g is None else g[:, 1]),
+        )
 
     def V(self) -> torch.Tensor:
         """``[S, out, in]``: the layer in the math convention (``SeedLinear`` stores ``V^T``)."""
@@ -120,17 +139,26 @@ def _fresh(config: Config, facts: tuple[int, ...] = (0, 1)):
     forward passes: float32 round-off would be 1e-4 of it) and its probe."""
     task = binding_task(40, 24, 1, 0, config.seeds)
     seqs = task.sequences("train")[:, :2]
-    model = Transformer(TransformerConfig(vocab_size=task.vocab_size, block_size=4,
-                                          n_layer=config.n_layer, n_head=config.n_head,
-                                          d_model=config.d_model, positional="none", tied=True),
-                        n_seeds=config.n_seeds, seed=config.seed).double()
+    model = Transformer(
+        TransformerConfig(
+            vocab_size=task.vocab_size,
+            block_size=4,
+            n_layer=config.n_layer,
+            n_head=config.n_head,
+            d_model=config.d_model,
+            positional="none",
+            tied=True,
+        ),
+        n_seeds=config.n_seeds,
+        seed=config.seed,
+    ).double()
     probe = _Probe(model, seqs, facts)
     if config.disjoint:
         # fact 0 reaches fc2 through the first half of the hidden units, fact 1 the second
         width = probe.fc2.weight.shape[1]
         keep = torch.zeros(2, 1, width, dtype=torch.float64)
-        keep[0, :, :width // 2] = 1.0
-        keep[1, :, width // 2:] = 1.0
+        keep[0, :, : width // 2] = 1.0
+        keep[1, :, width // 2 :] = 1.0
         probe.fc2.register_forward_pre_hook(lambda mod, inp: (inp[0] * keep,))
     return model, probe
 
@@ -139,8 +167,11 @@ def step_check(config: Config) -> StepCheck:
     """Each optimiser takes a real step; the formula predicts ``(Delta a, Delta b)``, which is
     measured by a forward pass after the step."""
     eta, err = config.eta, {}
-    exact_params = (lambda model, probe: list(model.parameters())
-                    if config.assumptions == "removed" else [probe.fc2.weight])
+    exact_params = lambda model, probe: (
+        list(model.parameters())
+        if config.assumptions == "removed"
+        else [probe.fc2.weight]
+    )
     met = config.assumptions == "met"
     adam_kw = dict(betas=(0.0, 0.999), eps=1e3) if met else {}
 
@@ -152,7 +183,9 @@ def step_check(config: Config) -> StepCheck:
     model, probe = _fresh(config)
     alpha, beta, a0, b0, ga, gb = probe()
     torch.optim.SGD(exact_params(model, probe), lr=eta).step()
-    err["sgd"] = _rel(measured(probe, a0, b0), theory.sgd_delta(alpha, beta, ga, gb, eta))
+    err["sgd"] = _rel(
+        measured(probe, a0, b0), theory.sgd_delta(alpha, beta, ga, gb, eta)
+    )
     cross = theory.cross_to_self(alpha, beta, ga, gb).numpy()
     cos = torch.nn.functional.cosine_similarity(alpha, beta, dim=-1).numpy()
 
@@ -165,8 +198,10 @@ def step_check(config: Config) -> StepCheck:
     buffer = opt.state[weight]["momentum_buffer"].transpose(1, 2).clone()
     alpha, beta, a0, b0, ga, gb = probe()
     opt.step()
-    err["momentum"] = _rel(measured(probe, a0, b0),
-                           theory.momentum_delta(alpha, beta, ga, gb, eta, config.mu, buffer))
+    err["momentum"] = _rel(
+        measured(probe, a0, b0),
+        theory.momentum_delta(alpha, beta, ga, gb, eta, config.mu, buffer),
+    )
 
     # Adam's first step is sign-like: Delta V = -eta G / (|G| + eps), an element-wise preconditioner.
     model, probe = _fresh(config)
@@ -177,7 +212,9 @@ def step_check(config: Config) -> StepCheck:
     opt.step()
     step1 = measured(probe, a0, b0)
     P = 1.0 / (G.abs() + opt.defaults["eps"])
-    err["adam_first"] = _rel(step1, theory.preconditioned_delta(alpha, beta, ga, gb, eta, P))
+    err["adam_first"] = _rel(
+        step1, theory.preconditioned_delta(alpha, beta, ga, gb, eta, P)
+    )
     # The plain SGD form with the best single effective rate (least squares, per seed).
     sa, sb = theory.sgd_delta(alpha, beta, ga, gb, 1.0)
     m_, s_ = torch.cat(step1, -1), torch.cat((sa, sb), -1)
@@ -194,16 +231,20 @@ def step_check(config: Config) -> StepCheck:
     st = opt.state[weight]
     t = int(st["step"])
     b1, b2 = opt.defaults["betas"]
-    vhat = st["exp_avg_sq"].transpose(1, 2) / (1 - b2 ** t)
-    P = 1.0 / ((vhat.sqrt() + opt.defaults["eps"]) * (1 - b1 ** t)) * (1 - b1)
-    err["adam_later"] = _rel(measured(probe, a0, b0),
-                             theory.preconditioned_delta(alpha, beta, ga, gb, eta, P))
+    vhat = st["exp_avg_sq"].transpose(1, 2) / (1 - b2**t)
+    P = 1.0 / ((vhat.sqrt() + opt.defaults["eps"]) * (1 - b1**t)) * (1 - b1)
+    err["adam_later"] = _rel(
+        measured(probe, a0, b0),
+        theory.preconditioned_delta(alpha, beta, ga, gb, eta, P),
+    )
 
     # SGD on every layer: alpha and beta move too, so the formula is only the V-part of Delta a.
     model, probe = _fresh(config)
     alpha, beta, a0, b0, ga, gb = probe()
     torch.optim.SGD([probe.fc2.weight] if met else model.parameters(), lr=eta).step()
-    err["sgd_all_layers"] = _rel(measured(probe, a0, b0), theory.sgd_delta(alpha, beta, ga, gb, eta))
+    err["sgd_all_layers"] = _rel(
+        measured(probe, a0, b0), theory.sgd_delta(alpha, beta, ga, gb, eta)
+    )
 
     # Entanglement measured: one SGD step on V that trains fact b alone moves a as well.
     model, probe = _fresh(config, facts=(1,))
@@ -212,8 +253,14 @@ def step_check(config: Config) -> StepCheck:
     da, db = measured(probe, a0, b0)
     drag = (da.norm(dim=-1) / db.norm(dim=-1)).numpy()
     drag_pred = ((alpha * beta).sum(-1).abs() / (beta * beta).sum(-1)).numpy()
-    return StepCheck(config=config, rel_error=err, cross_to_self=cross, overlap=cos,
-                     drag=drag, drag_predicted=drag_pred)
+    return StepCheck(
+        config=config,
+        rel_error=err,
+        cross_to_self=cross,
+        overlap=cos,
+        drag=drag,
+        drag_predicted=drag_pred,
+    )
 
 
 def mlp_hidden(model: Transformer, idx: torch.Tensor, layer: int = -1) -> torch.Tensor:
@@ -240,15 +287,16 @@ class NameOverlap:
     unrelated: np.ndarray
 
 
-def name_overlap(model: Transformer, names: torch.Tensor,
-                 groups: torch.Tensor | None = None) -> NameOverlap:
+def name_overlap(
+    model: Transformer, names: torch.Tensor, groups: torch.Tensor | None = None
+) -> NameOverlap:
     """``names [S, E, 2]``: every entity's name is read alone; pairs are grouped by shared
     tokens of ``groups [S, E, 2]`` (default: ``names``; a control passes shuffled names)."""
     groups = names if groups is None else groups
     with torch.no_grad():
-        h = mlp_hidden(model, names)[:, :, -1]                   # [S, E, 4d]
+        h = mlp_hidden(model, names)[:, :, -1]  # [S, E, 4d]
         u = h / h.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-        cos = u @ u.transpose(1, 2)                              # [S, E, E]
+        cos = u @ u.transpose(1, 2)  # [S, E, E]
     same_f = groups[:, :, None, 0] == groups[:, None, :, 0]
     same_l = groups[:, :, None, 1] == groups[:, None, :, 1]
     off = ~torch.eye(names.shape[1], dtype=torch.bool)
@@ -257,8 +305,11 @@ def name_overlap(model: Transformer, names: torch.Tensor,
         m = (mask & off).float()
         return ((cos * m).sum((1, 2)) / m.sum((1, 2))).numpy()
 
-    return NameOverlap(shared_first=mean(same_f), shared_last=mean(same_l),
-                       unrelated=mean(~same_f & ~same_l))
+    return NameOverlap(
+        shared_first=mean(same_f),
+        shared_last=mean(same_l),
+        unrelated=mean(~same_f & ~same_l),
+    )
 
 
 def shuffled_names(names: torch.Tensor, seed: int = 0) -> torch.Tensor:
@@ -269,16 +320,35 @@ def shuffled_names(names: torch.Tensor, seed: int = 0) -> torch.Tensor:
     return names[torch.arange(names.shape[0])[:, None], perm]
 
 
-def trained_overlap(config: surface_names.Config, shuffled_groups: bool = False
-                    ) -> tuple[surface_names.Result, NameOverlap, NameOverlap]:
+def trained_overlap(
+    config: surface_names.Config, shuffled_groups: bool = False
+) -> tuple[surface_names.Result, NameOverlap, NameOverlap]:
     """Train the standard model on surface names; the overlaps at initialisation and after
     (``shuffled_groups``, a control: pairs grouped by another entity's name)."""
-    init = Transformer(TransformerConfig(
-        vocab_size=binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity,
-                                config.seeds[:1]).vocab_size,
-        block_size=6, n_layer=config.n_layer, n_head=config.n_head, d_model=config.d_model,
-        positional="none", tied=True), n_seeds=config.n_seeds, seed=config.seed)
+    init = Transformer(
+        TransformerConfig(
+            vocab_size=binding_task(
+                config.n_a,
+                config.n_b,
+                config.n_rel,
+                config.multiplicity,
+                config.seeds[:1],
+            ).vocab_size,
+            block_size=6,
+            n_layer=config.n_layer,
+            n_head=config.n_head,
+            d_model=config.d_model,
+            positional="none",
+            tied=True,
+        ),
+        n_seeds=config.n_seeds,
+        seed=config.seed,
+    )
     res = surface_names.run(config)
     names = res.task.names
     groups = shuffled_names(names, config.seed) if shuffled_groups else names
-    return res, name_overlap(init, names, groups), name_overlap(res.model, names, groups)
+    return (
+        res,
+        name_overlap(init, names, groups),
+        name_overlap(res.model, names, groups),
+    )

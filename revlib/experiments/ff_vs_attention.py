@@ -19,11 +19,26 @@ from revlib import _validate, probes
 from revlib.config import ExperimentConfig
 from revlib.data import noisy_recall as nr
 from revlib.metrics import masked_mean
-from revlib.models.transformer import Internals, Transformer, TransformerConfig, answer_loss
+from revlib.models.transformer import (
+    Internals,
+    Transformer,
+    TransformerConfig,
+    answer_loss,
+)
 from revlib.train import History, train
 
-METRICS = ("p_tau", "p_ybar", "acc", "p_tau_noff2", "p_ybar_noff2", "acc_noff2",
-           "att_ybar", "att_tau", "ff2_margin", "train_p_tau")
+METRICS = (
+    "p_tau",
+    "p_ybar",
+    "acc",
+    "p_tau_noff2",
+    "p_ybar_noff2",
+    "acc_noff2",
+    "att_ybar",
+    "att_tau",
+    "ff2_margin",
+    "train_p_tau",
+)
 FROZEN = ("ff2", "attention")
 
 
@@ -59,9 +74,11 @@ class Config(ExperimentConfig):
         _validate.integer("d", self.d, 4, 4096)
         _validate.integer("seq_len", self.seq_len, 8, 4096)
         _validate.real("alpha", self.alpha, 0.0, 1.0, hi_open=True)
-        _validate.sequence("ff", self.ff, 2, 2)   # the kind of both layers
+        _validate.sequence("ff", self.ff, 2, 2)  # the kind of both layers
         if self.ff[1] == "none":
-            raise ValueError("ff[1] (FF2) must be 'mlp' or 'linear': the chapter ablates it")
+            raise ValueError(
+                "ff[1] (FF2) must be 'mlp' or 'linear': the chapter ablates it"
+            )
         _validate.integer("ff_mult", self.ff_mult, 1, 64)
         _validate.integer("n_test", self.n_test, 8, 100_000)
         _validate.sequence("rank_fractions", self.rank_fractions)
@@ -78,10 +95,23 @@ class Config(ExperimentConfig):
         # trainable matrix and for the frozen unembedding, and N(0, 1) embeddings.
         std = 1.0 / math.sqrt(3 * self.d)
         return TransformerConfig(
-            vocab_size=nr.VOCAB_SIZE, block_size=self.seq_len, n_layer=2, n_head=1,
-            d_model=self.d, ff=tuple(self.ff), ff_mult=self.ff_mult, positional="absolute",
-            layernorm=False, tied=False, freeze_embeddings=True, freeze_unembedding=True,
-            query_identity=True, init_std=std, embed_std=1.0, head_std=std)
+            vocab_size=nr.VOCAB_SIZE,
+            block_size=self.seq_len,
+            n_layer=2,
+            n_head=1,
+            d_model=self.d,
+            ff=tuple(self.ff),
+            ff_mult=self.ff_mult,
+            positional="absolute",
+            layernorm=False,
+            tied=False,
+            freeze_embeddings=True,
+            freeze_unembedding=True,
+            query_identity=True,
+            init_std=std,
+            embed_std=1.0,
+            head_std=std,
+        )
 
 
 @dataclass
@@ -107,7 +137,9 @@ def ff2_weight(model: Transformer) -> torch.nn.Parameter:
     return ff.fc2.weight if ff.kind == "mlp" else ff.fc.weight
 
 
-def recall_metrics(model: Transformer, data: nr.NoisyRecall, ff_off=frozenset()) -> dict:
+def recall_metrics(
+    model: Transformer, data: nr.NoisyRecall, ff_off=frozenset()
+) -> dict:
     """Mean p(tau), p(ybar) and argmax accuracy (= ybar) per seed ``[S]`` at the loss
     positions of sequences whose answer is neither ``tau`` nor the trigger."""
     probs = F.softmax(model(data.x, ff_off=ff_off).double(), dim=-1)
@@ -115,8 +147,11 @@ def recall_metrics(model: Transformer, data: nr.NoisyRecall, ff_off=frozenset())
     ybar = data.ybar[:, :, None].expand_as(data.x)
     p_ybar = probs.gather(-1, ybar[..., None])[..., 0]
     acc = (probs.argmax(-1) == ybar).double()
-    return {"p_tau": masked_mean(probs[..., nr.NOISE_TOKEN], q),
-            "p_ybar": masked_mean(p_ybar, q), "acc": masked_mean(acc, q)}
+    return {
+        "p_tau": masked_mean(probs[..., nr.NOISE_TOKEN], q),
+        "p_ybar": masked_mean(p_ybar, q),
+        "acc": masked_mean(acc, q),
+    }
 
 
 def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
@@ -128,15 +163,17 @@ def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
     holds_ybar = data.after_trigger & (data.x == data.ybar[:, :, None])
     holds_tau = data.after_trigger & (data.x == nr.NOISE_TOKEN)
     q = _query(data)
-    return {"att_ybar": probes.attention_mass(att, q, holds_ybar),
-            "att_tau": probes.attention_mass(att, q, holds_tau)}
+    return {
+        "att_ybar": probes.attention_mass(att, q, holds_ybar),
+        "att_tau": probes.attention_mass(att, q, holds_tau),
+    }
 
 
 def ff2_trigger_margin(model: Transformer) -> torch.Tensor:
     """``tau`` logit minus the largest other logit of ``W_U FF2(w_E(q))`` per seed ``[S]``:
     the trigger's raw embedding through FF2 alone (the original code's mlp2 margin)."""
     e_q = model.wte[:, nr.TRIGGER][:, None, None, :]  # [S, 1, 1, d]
-    out = model.blocks[1].ff(e_q)[:, 0, 0]            # [S, d]
+    out = model.blocks[1].ff(e_q)[:, 0, 0]  # [S, d]
     logits = torch.einsum("sd,svd->sv", out, model.head)
     return probes.margin(logits, nr.NOISE_TOKEN)
 
@@ -144,9 +181,13 @@ def ff2_trigger_margin(model: Transformer) -> torch.Tensor:
 def run(config: Config) -> Result:
     """Train ``n_seeds`` models at once on fresh noisy batches; evaluate on clean data."""
     S, B = config.n_seeds, config.batch_size
-    pool = nr.sample(config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0)
+    pool = nr.sample(
+        config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0
+    )
     clean = nr.sample(config.seeds, config.n_test, config.seq_len, 0.0, stream=1)
-    noisy = nr.sample(config.seeds, config.n_test, config.seq_len, config.alpha, stream=2)
+    noisy = nr.sample(
+        config.seeds, config.n_test, config.seq_len, config.alpha, stream=2
+    )
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
     frozen = {"ff2": [model.blocks[1].ff], "attention": [b.attn for b in model.blocks]}
     for part in config.frozen:
@@ -159,16 +200,26 @@ def run(config: Config) -> Result:
 
     def evaluate():
         out = dict(recall_metrics(model, clean))
-        out.update({f"{k}_noff2": v for k, v in
-                    recall_metrics(model, clean, ff_off={1}).items()})
+        out.update(
+            {
+                f"{k}_noff2": v
+                for k, v in recall_metrics(model, clean, ff_off={1}).items()
+            }
+        )
         out.update(attention_split(model, noisy))
         out["ff2_margin"] = ff2_trigger_margin(model)
         out["train_p_tau"] = recall_metrics(model, noisy)["p_tau"]
         return {name: out[name] for name in METRICS}
 
-    history = train(model, loss, config.train_config(), evaluate,
-                    n_train=pool.x.shape[1], n_seeds=S,
-                    batch_seeds=[s + 104_729 for s in config.seeds])
+    history = train(
+        model,
+        loss,
+        config.train_config(),
+        evaluate,
+        n_train=pool.x.shape[1],
+        n_seeds=S,
+        batch_seeds=[s + 104_729 for s in config.seeds],
+    )
     weight = ff2_weight(model)
     ranks = sorted({probes.rank_of_fraction(weight, r) for r in config.rank_fractions})
     sweep: dict[str, list] = {"p_tau": [], "p_ybar": [], "acc": []}
@@ -178,8 +229,14 @@ def run(config: Config) -> Result:
                 m = recall_metrics(model, clean)
             for k in sweep:
                 sweep[k].append(m[k].numpy())
-    return Result(config=config, history=history, model=model, ranks=ranks,
-                  sweep={k: np.stack(v) for k, v in sweep.items()}, n_params=model.n_params())
+    return Result(
+        config=config,
+        history=history,
+        model=model,
+        ranks=ranks,
+        sweep={k: np.stack(v) for k, v in sweep.items()},
+        n_params=model.n_params(),
+    )
 
 
 def _query(data: nr.NoisyRecall) -> torch.Tensor:

@@ -46,7 +46,9 @@ class Config:
         _validate.integer("seq_len", self.seq_len, 8, 4096)
         _validate.integer("n_sequences", self.n_sequences, _CHUNK, 10**6)
         if self.n_sequences % _CHUNK:
-            raise ValueError(f"n_sequences must be a multiple of {_CHUNK}, got {self.n_sequences}")
+            raise ValueError(
+                f"n_sequences must be a multiple of {_CHUNK}, got {self.n_sequences}"
+            )
         _validate.sequence("batch_sizes", self.batch_sizes, 1)
         for i, b in enumerate(self.batch_sizes):
             _validate.integer(f"batch_sizes[{i}]", b, 1, self.n_sequences // 8)
@@ -95,8 +97,10 @@ def _chunks(config: Config, alpha: float, stream: int):
 
 
 def _statistics(config: Config, alpha: float, stream: int) -> dict[str, torch.Tensor]:
-    parts = [theory.sequence_statistics(data, config.attention)
-             for data in _chunks(config, alpha, stream)]
+    parts = [
+        theory.sequence_statistics(data, config.attention)
+        for data in _chunks(config, alpha, stream)
+    ]
     return {key: torch.cat([p[key] for p in parts], dim=1) for key in parts[0]}
 
 
@@ -126,9 +130,18 @@ def run(config: Config) -> Result:
         ff_std.append(est["ff_margin"][0].std().item())
         # spread of each diagonal (copy) entry over batches, RMS over the entries
         attn_std.append(est["diag"][0].std(dim=0).pow(2).mean().sqrt().item())
-    return Result(config=config, alphas=np.array(config.alphas), ff_margin=np.array(margin),
-                  copy=np.array(copy), rho=np.array(rho), label_share=np.array(share),
-                  n_positions=np.array(npos),
-                  batch_sizes=np.array(config.batch_sizes), positions=np.array(positions),
-                  ff_std=np.array(ff_std), attn_std=np.array(attn_std),
-                  ff_signal=ff_signal, attn_signal=attn_signal)
+    return Result(
+        config=config,
+        alphas=np.array(config.alphas),
+        ff_margin=np.array(margin),
+        copy=np.array(copy),
+        rho=np.array(rho),
+        label_share=np.array(share),
+        n_positions=np.array(npos),
+        batch_sizes=np.array(config.batch_sizes),
+        positions=np.array(positions),
+        ff_std=np.array(ff_std),
+        attn_std=np.array(attn_std),
+        ff_signal=ff_signal,
+        attn_signal=attn_signal,
+    )

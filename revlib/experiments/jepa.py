@@ -19,8 +19,13 @@ from revlib import _validate, records, repro
 from revlib.config import ExperimentConfig
 from revlib.data.binding import SPLITS, BindingTask, binding_task
 from revlib.metrics import answer_rank, mean_reciprocal_rank
-from revlib.models.jepa import (JEPA, JEPAConfig, check_sizes, infonce_loss,
-                                resolve_concept_ln)
+from revlib.models.jepa import (
+    JEPA,
+    JEPAConfig,
+    check_sizes,
+    infonce_loss,
+    resolve_concept_ln,
+)
 from revlib.train import History, train
 
 
@@ -73,8 +78,15 @@ class Config(ExperimentConfig):
 
     def model_config(self, vocab_size: int) -> JEPAConfig:
         ln = resolve_concept_ln(self.concept_ln, self.memory)
-        return JEPAConfig(vocab_size=vocab_size, n_rec=self.n_rec, n_sem=self.n_sem, d_model=self.d_model,
-                          n_head=self.n_head, memory=self.memory, concept_ln=ln)
+        return JEPAConfig(
+            vocab_size=vocab_size,
+            n_rec=self.n_rec,
+            n_sem=self.n_sem,
+            d_model=self.d_model,
+            n_head=self.n_head,
+            memory=self.memory,
+            concept_ln=ln,
+        )
 
 
 @dataclass
@@ -91,7 +103,9 @@ class Result:
         return self.history.final(name)
 
 
-def patches(task: BindingTask, split: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def patches(
+    task: BindingTask, split: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``([S, N, 4, 2] patches, [S, N, 4] last-token index, [S, N] target entity)``; ``<pad>`` is
     the id ``task.vocab_size``."""
     f = task.facts[split]
@@ -100,14 +114,16 @@ def patches(task: BindingTask, split: str) -> tuple[torch.Tensor, torch.Tensor, 
     pad = torch.full((S, N, 1), task.vocab_size)
     rel = torch.cat([(f[..., 1:2] + task.mask_token + 1), pad], -1)
     mask = torch.cat([torch.full((S, N, 1), task.mask_token), pad], -1)
-    p = torch.stack([task.names[seeds, f[..., 0]], rel, mask, task.names[seeds, f[..., 2]]], 2)
+    p = torch.stack(
+        [task.names[seeds, f[..., 0]], rel, mask, task.names[seeds, f[..., 2]]], 2
+    )
     last = torch.tensor([1, 0, 0, 1]).expand(S, N, 4)
     return p, last, f[..., 2]
 
 
 def _shuffle_atomic(task: BindingTask, seeds: list[int]) -> BindingTask:
     """The task with the tails of its ``atomic`` facts permuted (per seed, its own stream)."""
-    atomic = task.facts["atomic"].clone()                                           # [S, N, 3]
+    atomic = task.facts["atomic"].clone()  # [S, N, 3]
     for i, s in enumerate(seeds):
         perm = torch.randperm(atomic.shape[1], generator=repro.generator(s + 31_337))
         atomic[i, :, 2] = atomic[i, perm, 2]
@@ -124,21 +140,28 @@ def _memory_keys(task: BindingTask) -> torch.Tensor:
 
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` JEPA models (one batched model) and evaluate them."""
-    task = binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds)
+    task = binding_task(
+        config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds
+    )
     if config.shuffle_atomic:
         task = _shuffle_atomic(task, config.seeds)
     S = config.n_seeds
     data = {k: patches(task, k) for k in SPLITS}
     tr = [torch.cat([data["train"][i], data["atomic"][i]], 1) for i in range(3)]
     mcfg = config.model_config(task.vocab_size + 1)
-    model = JEPA(mcfg, S, seed=config.seed, memory_keys=_memory_keys(task) if config.memory else None)
+    model = JEPA(
+        mcfg,
+        S,
+        seed=config.seed,
+        memory_keys=_memory_keys(task) if config.memory else None,
+    )
     seeds_ix = torch.arange(S)[:, None]
 
     def loss(idx):
         pred, c = model(tr[0][seeds_ix, idx], tr[1][seeds_ix, idx])
         return infonce_loss(pred, c)
 
-    evaluated = {k: [t[:, :config.n_eval] for t in data[k]] for k in SPLITS}
+    evaluated = {k: [t[:, : config.n_eval] for t in data[k]] for k in SPLITS}
 
     def evaluate():
         out = {}
@@ -148,20 +171,32 @@ def run(config: Config) -> Result:
             out[f"{k}_mrr"] = mean_reciprocal_rank(rank)
         return out
 
-    history = train(model, loss, config.train_config(), evaluate,
-                    n_train=tr[0].shape[1],
-                    n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
+    history = train(
+        model,
+        loss,
+        config.train_config(),
+        evaluate,
+        n_train=tr[0].shape[1],
+        n_seeds=S,
+        batch_seeds=[s + 7_777 for s in config.seeds],
+    )
     return Result(config=config, task=task, model=model, history=history)
 
 
-def _scores(model: JEPA, task: BindingTask, p: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+def _scores(
+    model: JEPA, task: BindingTask, p: torch.Tensor, last: torch.Tensor
+) -> torch.Tensor:
     """``[S, N, E]``: each prediction scored against the concept vectors of all entities."""
-    table = model.candidates(model.concepts(task.names, torch.ones(task.names.shape[:2], dtype=torch.long)))
+    table = model.candidates(
+        model.concepts(task.names, torch.ones(task.names.shape[:2], dtype=torch.long))
+    )
     pred, _ = model(p, last)
     return pred @ table.transpose(1, 2)
 
 
-def relation_blindness(result: Result, split: str = "train", n: int = 2000) -> dict[str, np.ndarray]:
+def relation_blindness(
+    result: Result, split: str = "train", n: int = 2000
+) -> dict[str, np.ndarray]:
     """How a model gets the first ``n`` facts ``(h, r, t)`` of ``split`` wrong, per seed ``[S]``:
     ``correct``, the fraction whose top-1 answer is ``t``, and ``other_relation``, the fraction
     whose top-1 answer is a trained answer of the same head under another relation (a tail of
@@ -176,21 +211,27 @@ def relation_blindness(result: Result, split: str = "train", n: int = 2000) -> d
     S, E = task.names.shape[:2]
     p, last, gold = (t[:, :n] for t in patches(task, split))
     with torch.no_grad():
-        top = _scores(model, task, p, last).argmax(-1)                              # [S, N]
-    known = torch.zeros(S, E, E, dtype=torch.bool)                                  # [S, head, tail]
+        top = _scores(model, task, p, last).argmax(-1)  # [S, N]
+    known = torch.zeros(S, E, E, dtype=torch.bool)  # [S, head, tail]
     seeds = torch.arange(S)[:, None]
     for k in ("train", "atomic"):
         f = task.facts[k]
         known[seeds, f[..., 0], f[..., 2]] = True
     heads = task.facts[split][:, :n, 0]
     other = known[seeds, heads, top] & (top != gold)
-    return {"correct": (top == gold).float().mean(-1).numpy(),
-            "other_relation": other.float().mean(-1).numpy()}
+    return {
+        "correct": (top == gold).float().mean(-1).numpy(),
+        "other_relation": other.float().mean(-1).numpy(),
+    }
 
 
 SWEEP = {
     "depth": [dict(n_rec=1, n_sem=1), dict(n_rec=1, n_sem=3), dict(n_rec=3, n_sem=3)],
-    "multiplicity": [dict(multiplicity=2), dict(multiplicity=10), dict(multiplicity=20)],
+    "multiplicity": [
+        dict(multiplicity=2),
+        dict(multiplicity=10),
+        dict(multiplicity=20),
+    ],
     "width": [dict(d_model=32), dict(d_model=64), dict(d_model=128)],
     "memory": [dict(memory=False), dict(memory=True)],
 }
@@ -205,22 +246,41 @@ def sweep(base: Config, out: str | None = None) -> list[dict]:
     ``variant``) are written atomically after every run, so a cut-off sweep keeps its data.
     """
     recs, done = [], {}
-    git = records.git_state()   # the code version at the start of the sweep
+    git = records.git_state()  # the code version at the start of the sweep
     for name, variants in SWEEP.items():
         for v in variants:
             cfg = dataclasses.replace(base, **v)
             if cfg not in done:
                 t0, cpu0 = time.time(), time.process_time()
                 r = run(cfg)
-                curves = {k: np.round(r.history[k], 4).T.tolist() for k in r.history.values}
+                curves = {
+                    k: np.round(r.history[k], 4).T.tolist() for k in r.history.values
+                }
                 done[cfg] = dict(
-                    metrics={k: [c[-1] for c in per_seed] for k, per_seed in curves.items()},
-                    histories={"history": {"steps": r.history.steps.tolist(),
-                                           "lr": float(r.history.lr), "curves": curves}},
+                    metrics={
+                        k: [c[-1] for c in per_seed] for k, per_seed in curves.items()
+                    },
+                    histories={
+                        "history": {
+                            "steps": r.history.steps.tolist(),
+                            "lr": float(r.history.lr),
+                            "curves": curves,
+                        }
+                    },
                     seconds=round(time.time() - t0, 1),
-                    cpu_seconds=round(time.process_time() - cpu0, 1))
-            recs.append(records.make("jepa", cfg, seeds=cfg.seeds, git=git, sweep=name,
-                                     variant=v, **done[cfg]))
+                    cpu_seconds=round(time.process_time() - cpu0, 1),
+                )
+            recs.append(
+                records.make(
+                    "jepa",
+                    cfg,
+                    seeds=cfg.seeds,
+                    git=git,
+                    sweep=name,
+                    variant=v,
+                    **done[cfg],
+                )
+            )
             if out is not None:
                 records.write(out, recs)
     return _rows(recs)
@@ -232,10 +292,19 @@ def _rows(recs: list[dict]) -> list[dict]:
     rows = []
     for rec in recs:
         hist = rec["histories"]["history"]
-        rows.append({"sweep": rec["sweep"], "variant": rec["variant"],
-                     "config": rec["config"], "seeds": rec["seeds"], "git": rec["git"],
-                     "run_time_s": rec["seconds"], "cpu_time_s": rec["cpu_seconds"],
-                     "steps_recorded": hist["steps"], **hist["curves"]})
+        rows.append(
+            {
+                "sweep": rec["sweep"],
+                "variant": rec["variant"],
+                "config": rec["config"],
+                "seeds": rec["seeds"],
+                "git": rec["git"],
+                "run_time_s": rec["seconds"],
+                "cpu_time_s": rec["cpu_seconds"],
+                "steps_recorded": hist["steps"],
+                **hist["curves"],
+            }
+        )
     return rows
 
 
@@ -254,7 +323,9 @@ def main() -> None:
     args = ap.parse_args()
     repro.setup(args.seed)
     torch.set_num_threads(1)  # the machine is shared; one thread per process
-    sweep(Config(steps=args.steps, seed=args.seed, n_seeds=args.n_seeds), out=args.sweep)
+    sweep(
+        Config(steps=args.steps, seed=args.seed, n_seeds=args.n_seeds), out=args.sweep
+    )
 
 
 if __name__ == "__main__":

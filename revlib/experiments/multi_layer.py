@@ -22,10 +22,20 @@ import torch
 
 from revlib import _validate, metrics, probes, records, repro
 from revlib.config import ExperimentConfig
-from revlib.data.reversal_sequences import (BACKWARD, FORWARD, ReversalSequences,
-                                            in_context_sequences, n_pairs,
-                                            reversal_sequences)
-from revlib.models.transformer import POSITIONS, Transformer, TransformerConfig, answer_loss
+from revlib.data.reversal_sequences import (
+    BACKWARD,
+    FORWARD,
+    ReversalSequences,
+    in_context_sequences,
+    n_pairs,
+    reversal_sequences,
+)
+from revlib.models.transformer import (
+    POSITIONS,
+    Transformer,
+    TransformerConfig,
+    answer_loss,
+)
 from revlib.train import History, TrainConfig, train
 
 TASKS = ("reversal", "in_context")
@@ -83,13 +93,17 @@ class Config(ExperimentConfig):
         for name in ("reverse_in_training", "no_training", "tied"):
             _validate.boolean(name, getattr(self, name))
         if self.reverse_in_training and self.task != "reversal":
-            raise ValueError("reverse_in_training applies to task 'reversal' only, "
-                             f"got task {self.task!r}")
+            raise ValueError(
+                "reverse_in_training applies to task 'reversal' only, "
+                f"got task {self.task!r}"
+            )
         self.model_config()  # validates n_layer, n_head, d_model (and rotary head width)
         super().__post_init__()  # seed, n_seeds; the optimiser's fields
         if self.batch_size > self.n_train:
-            raise ValueError(f"batch_size must be <= the {self.n_train} training sentences, "
-                             f"got {self.batch_size}")
+            raise ValueError(
+                f"batch_size must be <= the {self.n_train} training sentences, "
+                f"got {self.batch_size}"
+            )
 
     @property
     def seq_len(self) -> int:
@@ -108,17 +122,36 @@ class Config(ExperimentConfig):
         return 2 * P if self.reverse_in_training else 2 * n_both + (P - n_both)
 
     def model_config(self) -> TransformerConfig:
-        return TransformerConfig(vocab_size=self.model_vocab, block_size=self.seq_len,
-                                 n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model,
-                                 positional=self.positional, tied=self.tied)
+        return TransformerConfig(
+            vocab_size=self.model_vocab,
+            block_size=self.seq_len,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            d_model=self.d_model,
+            positional=self.positional,
+            tied=self.tied,
+        )
 
     def train_config(self) -> TrainConfig:
-        if self.no_training:  # one step of zero loss: the weights stay where they started
-            return TrainConfig(steps=1, lr=self.lr, optimizer="adamw",
-                               batch_size=self.batch_size, weight_decay=0.0, eval_points=2)
-        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw",
-                           batch_size=self.batch_size, weight_decay=self.weight_decay,
-                           eval_points=self.eval_points)
+        if (
+            self.no_training
+        ):  # one step of zero loss: the weights stay where they started
+            return TrainConfig(
+                steps=1,
+                lr=self.lr,
+                optimizer="adamw",
+                batch_size=self.batch_size,
+                weight_decay=0.0,
+                eval_points=2,
+            )
+        return TrainConfig(
+            steps=self.steps,
+            lr=self.lr,
+            optimizer="adamw",
+            batch_size=self.batch_size,
+            weight_decay=self.weight_decay,
+            eval_points=self.eval_points,
+        )
 
 
 def steps_for(config: Config, epochs: float) -> int:
@@ -175,11 +208,17 @@ def run(config: Config) -> Result:
     """Train ``config.n_seeds`` transformers at once and evaluate them."""
     S = config.n_seeds
     if config.task == "reversal":
-        data = reversal_sequences(config.vocab, config.word_size, config.seeds,
-                                            config.split_ratio, config.reverse_in_training)
+        data = reversal_sequences(
+            config.vocab,
+            config.word_size,
+            config.seeds,
+            config.split_ratio,
+            config.reverse_in_training,
+        )
     else:
-        data = in_context_sequences(config.vocab, config.n_x, config.n_y,
-                                              config.n_y_train, config.seeds)
+        data = in_context_sequences(
+            config.vocab, config.n_x, config.n_y, config.n_y_train, config.seeds
+        )
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
     T = data.seq_len
 
@@ -191,17 +230,26 @@ def run(config: Config) -> Result:
         out = nll(data.train.gather(1, idx[..., None].expand(-1, -1, T)))
         return out * 0.0 if config.no_training else out
 
-    history = train(model, loss, config.train_config(),
-                    lambda: {"train_nll": nll(data.train), "val_nll": nll(data.val)},
-                    n_train=data.n_train, n_seeds=S,
-                    batch_seeds=[s + 15_485_863 for s in config.seeds])
+    history = train(
+        model,
+        loss,
+        config.train_config(),
+        lambda: {"train_nll": nll(data.train), "val_nll": nll(data.val)},
+        n_train=data.n_train,
+        n_seeds=S,
+        batch_seeds=[s + 15_485_863 for s in config.seeds],
+    )
     result = Result(config=config, history=history, n_params=model.n_params())
     if config.task == "reversal":
         with torch.no_grad():
             result.heatmaps = _heatmaps(model, data)
             result.heldout_mrr, result.chance_mrr = _heldout_mrr(model, data)
-            ids = torch.cat([data.a.flatten(1), data.b.flatten(1)], dim=1)  # [S, K] (may repeat)
-            result.embedding_cos = _cosine(model.wte.detach()[torch.arange(S)[:, None], ids]).numpy()
+            ids = torch.cat(
+                [data.a.flatten(1), data.b.flatten(1)], dim=1
+            )  # [S, K] (may repeat)
+            result.embedding_cos = _cosine(
+                model.wte.detach()[torch.arange(S)[:, None], ids]
+            ).numpy()
     return result
 
 
@@ -215,7 +263,9 @@ def _heatmaps(model: Transformer, data: ReversalSequences) -> dict:
         ("val_seen", None, None, None, one & True),
         ("val_unseen", None, None, None, one & True),
     ]:
-        if src is None:  # per pair, the direction that was (seen) or was not (unseen) trained
+        if (
+            src is None
+        ):  # per pair, the direction that was (seen) or was not (unseen) trained
             fwd = ~data.heldout_forward if name == "val_seen" else data.heldout_forward
             src = torch.where(fwd[..., None], data.a, data.b)
             dst = torch.where(fwd[..., None], data.b, data.a)
@@ -231,28 +281,40 @@ def _heatmaps(model: Transformer, data: ReversalSequences) -> dict:
         with_rel = torch.cat([x, r[..., None]], dim=-1)
         for readout, prefix in (("relation", with_rel), ("entity", x)):
             logits = model(prefix)[:, :, -1]  # [S, n, V] after the last prefix token
-            out[readout][name] = logits.gather(2, y0[:, None, :].expand(-1, y0.shape[1], -1)).numpy()
+            out[readout][name] = logits.gather(
+                2, y0[:, None, :].expand(-1, y0.shape[1], -1)
+            ).numpy()
     return out
 
 
-def _heldout_mrr(model: Transformer,
-                 data: ReversalSequences) -> tuple[np.ndarray, np.ndarray]:
+def _heldout_mrr(
+    model: Transformer, data: ReversalSequences
+) -> tuple[np.ndarray, np.ndarray]:
     """Rank of each held-out answer among the answers of its own type; see ``Result``."""
     S, one = data.n_seeds, ~data.both
     n = int(one[0].sum())
-    fwd = data.heldout_forward[one].view(S, n)                       # [S, n]
+    fwd = data.heldout_forward[one].view(S, n)  # [S, n]
     a, b = data.a[one].view(S, n, -1), data.b[one].view(S, n, -1)
     src = torch.where(fwd[..., None], a, b)
-    answer = torch.where(fwd, b[..., 0], a[..., 0])                  # [S, n]
+    answer = torch.where(fwd, b[..., 0], a[..., 0])  # [S, n]
     rel = torch.where(fwd, FORWARD, BACKWARD)
     logits = model(torch.cat([src, rel[..., None]], dim=-1))[:, :, -1]  # [S, n, V]
-    own = logits.gather(2, answer[..., None])                        # [S, n, 1]
+    own = logits.gather(2, answer[..., None])  # [S, n, 1]
     mrr, chance = [], []
     for s in range(S):  # distinct first tokens: two-token entities may share one
         cands = {True: data.b[s, :, 0].unique(), False: data.a[s, :, 0].unique()}
-        rows = [(logits[s, i, cands[bool(fwd[s, i])]], len(cands[bool(fwd[s, i])])) for i in range(n)]
-        mrr.append(np.mean([1.0 / metrics.rank(row, own[s, i, 0]).item()
-                            for i, (row, _) in enumerate(rows)]))
+        rows = [
+            (logits[s, i, cands[bool(fwd[s, i])]], len(cands[bool(fwd[s, i])]))
+            for i in range(n)
+        ]
+        mrr.append(
+            np.mean(
+                [
+                    1.0 / metrics.rank(row, own[s, i, 0]).item()
+                    for i, (row, _) in enumerate(rows)
+                ]
+            )
+        )
         chance.append(np.mean([probes.chance_mrr(k) for _, k in rows]))
     return np.array(mrr), np.array(chance)
 
@@ -272,8 +334,14 @@ def off_diagonal_abs(cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def gaussian_cosine(n_seeds: int, k: int, d: int, seed: int) -> np.ndarray:
     """Cosines ``[S, k, k]`` of ``k`` i.i.d. Gaussian vectors in ``R^d`` (the random baseline)."""
-    return np.stack([_cosine(torch.randn(k, d, generator=repro.generator(seed + 7_777 + s))).numpy()
-                     for s in range(n_seeds)])
+    return np.stack(
+        [
+            _cosine(
+                torch.randn(k, d, generator=repro.generator(seed + 7_777 + s))
+            ).numpy()
+            for s in range(n_seeds)
+        ]
+    )
 
 
 def diagonal_stats(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,17 +370,28 @@ VARIANTS: dict[str, dict] = {
 def sweep(base: Config, variants: dict[str, dict] = VARIANTS) -> list[dict]:
     """Run every variant; one record (:mod:`revlib.records`) per variant with its config,
     per-seed numbers (as extras), its ``variant`` name and CPU time."""
-    recs, git = [], records.git_state()   # the code version at the start of the sweep
+    recs, git = [], records.git_state()  # the code version at the start of the sweep
     for name, change in variants.items():
         cfg = replace(base, **change)
         t0 = time.process_time()
         res = run(cfg)
-        recs.append(records.make(
-            "multi_layer", cfg, seeds=cfg.seeds, git=git, variant=name,
-            cpu_seconds=round(time.process_time() - t0, 1),
-            extras={"epochs": res.epochs.tolist(), "log_vocab": res.log_vocab,
-                    "train_nll": res.train_nll.T.tolist(), "val_nll": res.val_nll.T.tolist(),
-                    "n_params": res.n_params}))
+        recs.append(
+            records.make(
+                "multi_layer",
+                cfg,
+                seeds=cfg.seeds,
+                git=git,
+                variant=name,
+                cpu_seconds=round(time.process_time() - t0, 1),
+                extras={
+                    "epochs": res.epochs.tolist(),
+                    "log_vocab": res.log_vocab,
+                    "train_nll": res.train_nll.T.tolist(),
+                    "val_nll": res.val_nll.T.tolist(),
+                    "n_params": res.n_params,
+                },
+            )
+        )
     return recs
 
 

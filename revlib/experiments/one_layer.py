@@ -55,7 +55,9 @@ class Config(ExperimentConfig):
         _validate.integer("d", self.d, 1, 4096)
         _validate.choice("embedding", self.embedding, EMBEDDINGS)
         if self.embedding == "orthonormal" and self.d < self.M:
-            raise ValueError(f"d must be >= M={self.M} for orthonormal embeddings, got {self.d}")
+            raise ValueError(
+                f"d must be >= M={self.M} for orthonormal embeddings, got {self.d}"
+            )
         _validate.real("init_std", self.init_std, 0.0, 10.0)
         for name in ("reverse_in_training", "no_training"):
             _validate.boolean(name, getattr(self, name))
@@ -65,7 +67,9 @@ class Config(ExperimentConfig):
         super().__post_init__()  # seed, n_seeds; steps, lr, eval_points
 
     def tf_train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.tf_steps, lr=self.tf_lr, eval_points=self.eval_points)
+        return TrainConfig(
+            steps=self.tf_steps, lr=self.tf_lr, eval_points=self.eval_points
+        )
 
 
 @dataclass
@@ -90,7 +94,9 @@ class Result:
 
     def predicted(self, time: np.ndarray) -> dict[str, np.ndarray]:
         """Gradient-flow prediction of ``Y[A_i, B_i]`` and ``p(B_i | A_i ->)`` at ``time``."""
-        return theory.forward_flow(time, self.config.M, self.config.n, self.task.n_train)
+        return theory.forward_flow(
+            time, self.config.M, self.config.n, self.task.n_train
+        )
 
     def blocks(self, Y: np.ndarray, seed_index: int = 0) -> dict[str, np.ndarray]:
         """Effective-weight blocks of one seed: ``forward`` ``Y[A_i, B_j]`` and ``backward``
@@ -112,12 +118,15 @@ def _evaluate(model, task: ReversalTask, Y_of, extra=None):
         train_p = p_of(task.train_ctx, task.train_query, task.train_target)
         heldout_p = p_of(task.heldout_ctx, task.heldout_query, task.heldout_target)
         Y = Y_of()
-        return {"forward_p": train_p[:, :n].mean(dim=1),
-                "backward_p": train_p[:, n:].mean(dim=1),
-                "heldout_p": heldout_p.mean(1), "heldout_p_max": heldout_p.amax(1),
-                "Y_AB": Y[s, task.a, task.b].mean(dim=1),
-                "Y_BA_heldout": Y[s, task.b[:, :k], task.a[:, :k]].abs().amax(dim=1),
-                **(extra() if extra else {})}
+        return {
+            "forward_p": train_p[:, :n].mean(dim=1),
+            "backward_p": train_p[:, n:].mean(dim=1),
+            "heldout_p": heldout_p.mean(1),
+            "heldout_p_max": heldout_p.amax(1),
+            "Y_AB": Y[s, task.a, task.b].mean(dim=1),
+            "Y_BA_heldout": Y[s, task.b[:, :k], task.a[:, :k]].abs().amax(dim=1),
+            **(extra() if extra else {}),
+        }
 
     return evaluate
 
@@ -128,37 +137,63 @@ def _controlled(task: ReversalTask, config: Config) -> ReversalTask:
     if not config.reverse_in_training:
         return task
     return dataclasses.replace(
-        task, train_ctx=torch.cat([task.train_ctx, task.heldout_ctx], dim=1),
+        task,
+        train_ctx=torch.cat([task.train_ctx, task.heldout_ctx], dim=1),
         train_query=torch.cat([task.train_query, task.heldout_query], dim=1),
-        train_target=torch.cat([task.train_target, task.heldout_target], dim=1))
+        train_target=torch.cat([task.train_target, task.heldout_target], dim=1),
+    )
 
 
 def _loss_of(model, task: ReversalTask, config: Config):
-    gain = 0.0 if config.no_training else 1.0  # control: a zero loss makes every step a no-op
-    return lambda idx: gain * nll(model(task.train_ctx, task.train_query),
-                                  task.train_target).mean(dim=1)
+    gain = (
+        0.0 if config.no_training else 1.0
+    )  # control: a zero loss makes every step a no-op
+    return lambda idx: (
+        gain
+        * nll(model(task.train_ctx, task.train_query), task.train_target).mean(dim=1)
+    )
 
 
 def run(config: Config) -> Result:
     """Train both models on the reversal task, ``config.n_seeds`` seeds at once."""
-    task = _controlled(reversal_task(config.M, config.n, config.n_heldout, config.seeds), config)
+    task = _controlled(
+        reversal_task(config.M, config.n, config.n_heldout, config.seeds), config
+    )
     S = task.n_seeds
 
     def loss_of(model):
         return _loss_of(model, task, config)
 
     reparam = Reparam(S, config.M)
-    history = train(reparam, loss_of(reparam), config.train_config(),
-                    _evaluate(reparam, task, lambda: reparam.Y), n_seeds=S)
-    tf = OneLayer(S, config.M, config.d, config.embedding, config.init_std, seed=config.seed)
+    history = train(
+        reparam,
+        loss_of(reparam),
+        config.train_config(),
+        _evaluate(reparam, task, lambda: reparam.Y),
+        n_seeds=S,
+    )
+    tf = OneLayer(
+        S, config.M, config.d, config.embedding, config.init_std, seed=config.seed
+    )
     Z0 = tf.effective_Z().detach().clone()
-    tf_history = train(tf, loss_of(tf), config.tf_train_config(),
-                       _evaluate(tf, task, tf.effective_Y), n_seeds=S)
+    tf_history = train(
+        tf,
+        loss_of(tf),
+        config.tf_train_config(),
+        _evaluate(tf, task, tf.effective_Y),
+        n_seeds=S,
+    )
     with torch.no_grad():
         Z_change = (tf.effective_Z() - Z0).abs().amax(dim=(1, 2))
-        return Result(config=config, task=task, history=history, tf_history=tf_history,
-                      Y=reparam.Y.detach().numpy().copy(), tf_Y=tf.effective_Y().numpy(),
-                      tf_Z_change=Z_change.numpy())
+        return Result(
+            config=config,
+            task=task,
+            history=history,
+            tf_history=tf_history,
+            Y=reparam.Y.detach().numpy().copy(),
+            tf_Y=tf.effective_Y().numpy(),
+            tf_Z_change=Z_change.numpy(),
+        )
 
 
 @dataclass
@@ -176,8 +211,9 @@ class TypedResult:
 def run_typed(config: Config) -> TypedResult:
     """``T = 3``: the query attends over two context tokens, so ``Z`` moves. Log-spaced evals,
     since the attention concentrates within the first few steps."""
-    task = _controlled(typed_reversal_task(config.M, config.n, config.n_heldout, config.seeds),
-                       config)
+    task = _controlled(
+        typed_reversal_task(config.M, config.n, config.n_heldout, config.seeds), config
+    )
     S, k = task.n_seeds, task.n_heldout
     model = Reparam(S, config.M)
     s1, s2 = torch.arange(S)[:, None], torch.arange(S)[:, None, None]
@@ -187,12 +223,24 @@ def run_typed(config: Config) -> TypedResult:
         return torch.softmax(scores, dim=-1)[..., 0].mean(dim=1)
 
     def extra():
-        return {"attention_unique": attention_unique(),
-                "Z_BA_heldout":
-                    model.Z[s1, task.heldout_query, task.b[:, :k]].abs().amax(1)}
+        return {
+            "attention_unique": attention_unique(),
+            "Z_BA_heldout": model.Z[s1, task.heldout_query, task.b[:, :k]]
+            .abs()
+            .amax(1),
+        }
 
-    cfg = TrainConfig(steps=config.steps, lr=config.lr, eval_points=config.eval_points,
-                      eval_spacing="log")
-    history = train(model, _loss_of(model, task, config), cfg,
-                    _evaluate(model, task, lambda: model.Y, extra), n_seeds=S)
+    cfg = TrainConfig(
+        steps=config.steps,
+        lr=config.lr,
+        eval_points=config.eval_points,
+        eval_spacing="log",
+    )
+    history = train(
+        model,
+        _loss_of(model, task, config),
+        cfg,
+        _evaluate(model, task, lambda: model.Y, extra),
+        n_seeds=S,
+    )
     return TypedResult(config=config, task=task, history=history)

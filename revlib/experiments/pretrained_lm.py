@@ -30,6 +30,7 @@ from revlib.data.probe_prompts import ProbeSet, probe_sets
 from revlib.models import smollm
 from revlib.models.smollm import MLP_MATRICES, mlp_weight
 
+
 @dataclass(frozen=True)
 class Config:
     """A LASER sweep: every (matrix, layer, rank fraction) is one truncated model.
@@ -83,7 +84,6 @@ def parse_layers(spec: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-
 SUMMARY = ("p_correct", "p_the", "logodds", "acc", "p_subject", "logit_diff")
 
 
@@ -96,9 +96,12 @@ def summarise(ps: ProbeSet, logits: torch.Tensor) -> dict[str, float]:
     logp = torch.log_softmax(logits.double(), dim=-1)
     rows = torch.arange(logp.shape[0])
     lc, lt = logp[rows, ps.targets["correct"]], logp[rows, ps.targets["the"]]
-    out = {"p_correct": lc.exp().mean().item(), "p_the": lt.exp().mean().item(),
-           "logodds": (lc - lt).mean().item(),
-           "acc": (logp.argmax(-1) == ps.targets["correct"]).double().mean().item()}
+    out = {
+        "p_correct": lc.exp().mean().item(),
+        "p_the": lt.exp().mean().item(),
+        "logodds": (lc - lt).mean().item(),
+        "acc": (logp.argmax(-1) == ps.targets["correct"]).double().mean().item(),
+    }
     if "subject" in ps.targets:
         ls = logp[rows, ps.targets["subject"]]
         out["p_subject"] = ls.exp().mean().item()
@@ -156,9 +159,11 @@ class PrefixCache:
         n = len(self.layers)
         hidden, kwargs, hooks = [None] * n, [None] * n, []
         for i, layer in enumerate(self.layers):
+
             def hook(module, args, kw, i=i):
                 hidden[i] = args[0] if args else kw["hidden_states"]
                 kwargs[i] = {k: v for k, v in kw.items() if k != "hidden_states"}
+
             hooks.append(layer.register_forward_pre_hook(hook, with_kwargs=True))
         try:
             last_logits(self.model, ps)
@@ -189,6 +194,7 @@ class PrefixCache:
 # LASER
 # --------------------------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def truncated(model, layer: int, matrix: str, rank: int, svd=None):
     """Replace one MLP matrix by its best rank-``rank`` approximation (the book's one
@@ -215,8 +221,9 @@ class Sweep:
         """Change from the unmodified model, ``[matrix, layer, rank_fraction]``."""
         return self.values[f"{set_name}/{metric}"] - self.baseline[set_name][metric]
 
-    def best(self, set_name: str,
-             metric: str = "logodds") -> tuple[str, int, float, float]:
+    def best(
+        self, set_name: str, metric: str = "logodds"
+    ) -> tuple[str, int, float, float]:
         """``(matrix, layer, rank_fraction, change)`` of the largest increase of
         ``metric``."""
         d = self.delta(set_name, metric)
@@ -227,8 +234,11 @@ class Sweep:
     def at(self, set_name: str, matrix: str, layer: int, rank_fraction: float) -> dict:
         """All metrics of one setting."""
         c = self.config
-        idx = (c.matrices.index(matrix), c.layers.index(layer),
-               c.rank_fractions.index(rank_fraction))
+        idx = (
+            c.matrices.index(matrix),
+            c.layers.index(layer),
+            c.rank_fractions.index(rank_fraction),
+        )
         metrics = [k.split("/")[1] for k in self.values if k.startswith(set_name + "/")]
         return {m: float(self.values[f"{set_name}/{m}"][idx]) for m in metrics}
 
@@ -290,9 +300,17 @@ def save_sweep(path: str | os.PathLike, sw: Sweep, seconds: float) -> None:
     """Write a sweep as a record (:mod:`revlib.records`, atomically) with its
     provenance: the model, package versions, the git commit, this CPU's kernel level and
     the run time. :func:`load_sweep` reads it."""
-    records.write(path, records.make(
-        "pretrained_lm", sw.config, seeds=[sw.config.seed], extras=records.extras(sw),
-        seconds=seconds, **provenance()))
+    records.write(
+        path,
+        records.make(
+            "pretrained_lm",
+            sw.config,
+            seeds=[sw.config.seed],
+            extras=records.extras(sw),
+            seconds=seconds,
+            **provenance(),
+        ),
+    )
 
 
 def load_sweep(path: str | os.PathLike) -> tuple[Sweep, dict]:
@@ -301,15 +319,27 @@ def load_sweep(path: str | os.PathLike) -> tuple[Sweep, dict]:
     try:
         (raw,) = records.read(path)
         ex = raw["extras"]
-        cfg = Config(**{k: tuple(v) if isinstance(v, list) else v
-                        for k, v in raw["config"].items()})
-        sw = Sweep(cfg, np.asarray(ex["ranks"]), ex["baseline"],
-                   {k: np.asarray(v, dtype=float) for k, v in ex["values"].items()})
+        cfg = Config(
+            **{
+                k: tuple(v) if isinstance(v, list) else v
+                for k, v in raw["config"].items()
+            }
+        )
+        sw = Sweep(
+            cfg,
+            np.asarray(ex["ranks"]),
+            ex["baseline"],
+            {k: np.asarray(v, dtype=float) for k, v in ex["values"].items()},
+        )
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path} is not a LASER sweep record of revlib.experiments."
-                         f"pretrained_lm ({err})") from None
-    meta = {k: raw.get(k) for k in ("model", "versions", "git", "git_dirty",
-                                    "cpu_capability", "seconds")}
+        raise ValueError(
+            f"{path} is not a LASER sweep record of revlib.experiments."
+            f"pretrained_lm ({err})"
+        ) from None
+    meta = {
+        k: raw.get(k)
+        for k in ("model", "versions", "git", "git_dirty", "cpu_capability", "seconds")
+    }
     return sw, meta
 
 
@@ -317,7 +347,8 @@ def load_sweep(path: str | os.PathLike) -> tuple[Sweep, dict]:
 def _mlp_outputs(model, ps: ProbeSet, layer: int) -> torch.Tensor:
     out = {}
     hook = model.model.layers[layer].mlp.register_forward_hook(
-        lambda module, args, o: out.__setitem__("o", o[:, -1].detach().clone()))
+        lambda module, args, o: out.__setitem__("o", o[:, -1].detach().clone())
+    )
     try:
         last_logits(model, ps)
     finally:

@@ -98,8 +98,14 @@ class Config:
         _validate.real("lr_sld", self.lr_sld, 0.0, 10.0, lo_open=True)
         _validate.real("lr_layers", self.lr_layers, 0.0, 1.0, lo_open=True)
         _validate.real("teacher_noise", self.teacher_noise, 0.0, 1.0)
-        _validate.real("teacher_confidence", self.teacher_confidence, 0.5, 1.0,
-                       lo_open=True, hi_open=True)
+        _validate.real(
+            "teacher_confidence",
+            self.teacher_confidence,
+            0.5,
+            1.0,
+            lo_open=True,
+            hi_open=True,
+        )
         _validate.integer("stream_length", self.stream_length, 2, 10**6)
         _validate.real("max_gap", self.max_gap, 0.0, 1.0, lo_open=True)
         _validate.boolean("shuffle_labels", self.shuffle_labels)
@@ -134,6 +140,7 @@ class Result:
 # Metrics
 # --------------------------------------------------------------------------------------------
 
+
 def auc(scores, labels) -> float:
     """Area under the ROC curve: the probability that a random positive outscores a random
     negative (ties count one half), by the rank-sum formula."""
@@ -145,11 +152,11 @@ def auc(scores, labels) -> float:
     ranks = np.empty(len(s))
     sorted_s = s[order]
     i = 0
-    while i < len(s):           # average ranks over ties
+    while i < len(s):  # average ranks over ties
         j = i
         while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
             j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
         i = j + 1
     return float((ranks[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
@@ -165,8 +172,9 @@ def semantic_requests(requests: np.ndarray) -> np.ndarray:
     return out
 
 
-def simulate_cache(sim: np.ndarray, keys: list, requests: np.ndarray,
-                   thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def simulate_cache(
+    sim: np.ndarray, keys: list, requests: np.ndarray, thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """A cache that stores every miss. A request (a row of ``sim`` ``[Q, Q]``) that is not an
     exact repeat is a hit when its highest similarity to a stored prompt reaches the
     threshold; the hit is false when that prompt's response key differs. Returns
@@ -206,7 +214,9 @@ def hit_at_error(hit: np.ndarray, err: np.ndarray, level: float) -> float:
 THRESHOLDS = np.linspace(0.0, 1.0, 201)
 
 
-def evaluate(test_emb: np.ndarray, test, hard: np.ndarray, requests: np.ndarray) -> dict:
+def evaluate(
+    test_emb: np.ndarray, test, hard: np.ndarray, requests: np.ndarray
+) -> dict:
     """Metrics of unit embeddings ``[Q, d]`` of the test questions (the score of a pair is
     its cosine; the head's sigma(cos / lam - c) is monotone in it, so AUCs and threshold
     sweeps are the same)."""
@@ -215,8 +225,12 @@ def evaluate(test_emb: np.ndarray, test, hard: np.ndarray, requests: np.ndarray)
     sim = test_emb @ test_emb.T
     keys = [q.key for q in test.questions]
     hit, err = simulate_cache(sim, keys, requests, THRESHOLDS)
-    out = {"auc_all": auc(cos, test.labels), "auc_hard": auc(cos[hard], test.labels[hard]),
-           "hit_at_1": hit_at_error(hit, err, 0.01), "hit_at_5": hit_at_error(hit, err, 0.05)}
+    out = {
+        "auc_all": auc(cos, test.labels),
+        "auc_hard": auc(cos[hard], test.labels[hard]),
+        "hit_at_1": hit_at_error(hit, err, 0.01),
+        "hit_at_5": hit_at_error(hit, err, 0.05),
+    }
     for kind in data.PAIR_TYPES:
         out[f"cos_{kind}"] = float(cos[test.types == kind].mean())
     out["_curve"] = (hit, err)
@@ -226,6 +240,7 @@ def evaluate(test_emb: np.ndarray, test, hard: np.ndarray, requests: np.ndarray)
 # --------------------------------------------------------------------------------------------
 # Encoding and fine-tuning
 # --------------------------------------------------------------------------------------------
+
 
 def _encoder(name: str):
     from revlib.models import embedding
@@ -256,8 +271,16 @@ def _prefix(enc, texts, k: int, model: str):
     import importlib.metadata as md
     import os
 
-    meta = [model, enc.name, k, enc.max_length, enc.prefix, torch.__version__,
-            md.version("transformers"), list(texts)]
+    meta = [
+        model,
+        enc.name,
+        k,
+        enc.max_length,
+        enc.prefix,
+        torch.__version__,
+        md.version("transformers"),
+        list(texts),
+    ]
     digest = hashlib.sha256(json.dumps(meta).encode()).hexdigest()[:20]
     path = CACHE / f"{model}-k{k}-{digest}.pt"
     if path.is_file():
@@ -291,8 +314,13 @@ class Head(torch.nn.Module):
         return (self.embed(v1) * self.embed(v2)).sum(-1) / self.log_lam.exp() - self.c
 
 
-def teacher_targets(labels: np.ndarray, noise: float, confidence: float, shuffle: bool,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def teacher_targets(
+    labels: np.ndarray,
+    noise: float,
+    confidence: float,
+    shuffle: bool,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """The teacher's soft probability ``[P]`` and the hard labels drawn from it ``[P]``."""
     verdict = labels.copy()
     flip = rng.random(len(labels)) < noise
@@ -304,8 +332,16 @@ def teacher_targets(labels: np.ndarray, noise: float, confidence: float, shuffle
     return p, hard
 
 
-def fine_tune(enc, hidden, mask, train, loss: str, seed: int, cfg: Config,
-              base_train_cos: np.ndarray):
+def fine_tune(
+    enc,
+    hidden,
+    mask,
+    train,
+    loss: str,
+    seed: int,
+    cfg: Config,
+    base_train_cos: np.ndarray,
+):
     """Fine-tune the head (and the last ``cfg.tune_layers`` layers of a copy of ``enc``)
     on the training pairs; returns ``(embed_fn, head, layers)`` where ``embed_fn(hidden,
     mask)`` gives tuned unit embeddings."""
@@ -314,20 +350,23 @@ def fine_tune(enc, hidden, mask, train, loss: str, seed: int, cfg: Config,
     k = cfg.tune_layers
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    p_t, hard = teacher_targets(train.labels, cfg.teacher_noise, cfg.teacher_confidence,
-                                cfg.shuffle_labels, rng)
+    p_t, hard = teacher_targets(
+        train.labels, cfg.teacher_noise, cfg.teacher_confidence, cfg.shuffle_labels, rng
+    )
     # start the caching model near the base cosines: offset at their median, lam = 0.05
     lam0 = 0.05
     head = Head(enc.dim, lam0, float(np.median(base_train_cos)) / lam0)
-    params = [{"params": head.parameters(), "lr": cfg.lr_sld if loss == "sld" else cfg.lr}]
+    params = [
+        {"params": head.parameters(), "lr": cfg.lr_sld if loss == "sld" else cfg.lr}
+    ]
     layers = None
     if k > 0:
-        layers = copy.deepcopy(enc.model.encoder.layer[enc.n_layers - k:])
+        layers = copy.deepcopy(enc.model.encoder.layer[enc.n_layers - k :])
         params.append({"params": layers.parameters(), "lr": cfg.lr_layers})
 
     def embed(h, m):
         if k == 0:
-            v = h           # the frozen encoder's pooled output [n, d]
+            v = h  # the frozen encoder's pooled output [n, d]
         else:
             ext = (1.0 - m[:, None, None, :].to(h.dtype)) * torch.finfo(h.dtype).min
             x = h
@@ -347,7 +386,7 @@ def fine_tune(enc, hidden, mask, train, loss: str, seed: int, cfg: Config,
         rows, inv = torch.unique(pairs[b].ravel(), return_inverse=True)
         if mask is None:
             e = embed(hidden[rows], None)
-        else:               # trim the padding to this batch's longest question
+        else:  # trim the padding to this batch's longest question
             n_tok = int(mask[rows].sum(1).max())
             e = embed(hidden[rows, :n_tok], mask[rows, :n_tok])
         inv = inv.view(-1, 2)
@@ -364,8 +403,10 @@ def fine_tune(enc, hidden, mask, train, loss: str, seed: int, cfg: Config,
 
 @torch.no_grad()
 def _embed_all(embed, hidden, mask, batch: int = 128) -> np.ndarray:
-    out = [embed(hidden[s:s + batch], None if mask is None else mask[s:s + batch])
-           for s in range(0, len(hidden), batch)]
+    out = [
+        embed(hidden[s : s + batch], None if mask is None else mask[s : s + batch])
+        for s in range(0, len(hidden), batch)
+    ]
     return torch.cat(out).numpy()
 
 
@@ -406,14 +447,36 @@ def run(config: Config) -> Result:
             tuned[loss].append(met)
             lam[loss].append(float(head.log_lam.detach().exp()))
             c[loss].append(float(head.c.detach()))
-    sizes = {"train_questions": len(train.questions), "train_pairs": len(train.pairs),
-             "test_questions": len(test.questions), "test_pairs": len(test.pairs),
-             "hard_pairs": len(hard), "train_countries": len(train.countries),
-             "test_countries": len(test.countries), "stream": len(requests)}
-    curves = {name: {"hit": h.tolist(), "err": e.tolist()} for name, (h, e) in curves.items()}
+    sizes = {
+        "train_questions": len(train.questions),
+        "train_pairs": len(train.pairs),
+        "test_questions": len(test.questions),
+        "test_pairs": len(test.pairs),
+        "hard_pairs": len(hard),
+        "train_countries": len(train.countries),
+        "test_countries": len(test.countries),
+        "stream": len(requests),
+    }
+    curves = {
+        name: {"hit": h.tolist(), "err": e.tolist()} for name, (h, e) in curves.items()
+    }
     seconds = {"encode": t_enc, "fine_tune": time.perf_counter() - t1}
-    return Result(cfg, enc.name, sizes, base, tuned, curves, best_hit_rate(keys, requests),
-                  hard, lam, c, seconds, emb, train, test)
+    return Result(
+        cfg,
+        enc.name,
+        sizes,
+        base,
+        tuned,
+        curves,
+        best_hit_rate(keys, requests),
+        hard,
+        lam,
+        c,
+        seconds,
+        emb,
+        train,
+        test,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -421,9 +484,21 @@ def run(config: Config) -> Result:
 # --------------------------------------------------------------------------------------------
 
 # the stored runs were made with the head's step 0.01 for both losses (before lr_sld)
-STORED_LAYERS = {"tune_layers": 1, "steps": 100, "batch": 32, "seeds": (0, 1), "lr_sld": 0.01}
-LIVE_CHECK = {"model": "minilm", "losses": ("bce",), "seeds": (0,), "data_seed": 0,
-              "tune_layers": 1, "batch": 32}
+STORED_LAYERS = {
+    "tune_layers": 1,
+    "steps": 100,
+    "batch": 32,
+    "seeds": (0, 1),
+    "lr_sld": 0.01,
+}
+LIVE_CHECK = {
+    "model": "minilm",
+    "losses": ("bce",),
+    "seeds": (0,),
+    "data_seed": 0,
+    "tune_layers": 1,
+    "batch": 32,
+}
 LIVE_STEPS = (10, 30)
 
 
@@ -443,8 +518,10 @@ def main(argv=None) -> None:
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
     if not args.check:
-        records = [sweeps.record("prompt_caching", {"model": m, **STORED_LAYERS})
-                   for m in args.models.split(",")]
+        records = [
+            sweeps.record("prompt_caching", {"model": m, **STORED_LAYERS})
+            for m in args.models.split(",")
+        ]
         rec_io.write(args.out, {"records": records})
         return
     check = dict(LIVE_CHECK)

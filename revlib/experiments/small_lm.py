@@ -62,14 +62,22 @@ class Config(ExperimentConfig):
         _validate.sequence("rank_fractions", self.rank_fractions)
         for i, r in enumerate(self.rank_fractions):
             _validate.real(f"rank_fractions[{i}]", r, 0.0, 1.0)
-        self.model_config()      # n_layer, n_head, d, positional, layernorm
+        self.model_config()  # n_layer, n_head, d, positional, layernorm
         super().__post_init__()  # seed, n_seeds; the optimiser's fields
 
     def model_config(self) -> TransformerConfig:
         return TransformerConfig(
-            vocab_size=sc.VOCAB_SIZE, block_size=self.seq_len, n_layer=self.n_layer,
-            n_head=self.n_head, d_model=self.d, ff="mlp", ff_mult=4, positional=self.positional,
-            layernorm=self.layernorm, tied=True)
+            vocab_size=sc.VOCAB_SIZE,
+            block_size=self.seq_len,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            d_model=self.d,
+            ff="mlp",
+            ff_mult=4,
+            positional=self.positional,
+            layernorm=self.layernorm,
+            tied=True,
+        )
 
 
 @dataclass
@@ -96,25 +104,44 @@ def answer_probs(model: Transformer, data: sc.Corpus, ff_off=frozenset()) -> dic
     probs = F.softmax(model(data.x, ff_off=ff_off).double(), dim=-1)
     m = data.answer
     io, s = data.io.clamp_min(0), data.s.clamp_min(0)
-    return {"p_the": masked_mean(probs[..., sc.THE], m),
-            "p_io": masked_mean(probs.gather(-1, io[..., None])[..., 0], m),
-            "p_s": masked_mean(probs.gather(-1, s[..., None])[..., 0], m)}
+    return {
+        "p_the": masked_mean(probs[..., sc.THE], m),
+        "p_io": masked_mean(probs.gather(-1, io[..., None])[..., 0], m),
+        "p_s": masked_mean(probs.gather(-1, s[..., None])[..., 0], m),
+    }
 
 
 def run(config: Config) -> Result:
     """Train ``n_seeds`` models at once; evaluate on clean IOI answers (``alpha = 0``)."""
     S, B = config.n_seeds, config.batch_size
-    pool = sc.sample(config.seeds, config.steps * B, config.seq_len, config.p_ioi,
-                     config.alpha, stream=0)
-    clean = sc.sample(config.seeds, config.n_test, config.seq_len, config.p_ioi, 0.0, stream=1)
-    noisy = sc.sample(config.seeds, config.n_test, config.seq_len, config.p_ioi,
-                      config.alpha, stream=2)
+    pool = sc.sample(
+        config.seeds,
+        config.steps * B,
+        config.seq_len,
+        config.p_ioi,
+        config.alpha,
+        stream=0,
+    )
+    clean = sc.sample(
+        config.seeds, config.n_test, config.seq_len, config.p_ioi, 0.0, stream=1
+    )
+    noisy = sc.sample(
+        config.seeds,
+        config.n_test,
+        config.seq_len,
+        config.p_ioi,
+        config.alpha,
+        stream=2,
+    )
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
 
     def token_loss(data):
         logits = model(data.x)
-        return F.cross_entropy(logits.flatten(0, 2), data.y.flatten(),
-                               reduction="none").view(data.y.shape).mean(dim=(1, 2))
+        return (
+            F.cross_entropy(logits.flatten(0, 2), data.y.flatten(), reduction="none")
+            .view(data.y.shape)
+            .mean(dim=(1, 2))
+        )
 
     def loss(idx):
         return token_loss(pool.select(idx))
@@ -122,13 +149,23 @@ def run(config: Config) -> Result:
     def evaluate():
         return {**answer_probs(model, clean), "loss": token_loss(noisy)}
 
-    history = train(model, loss, config.train_config(), evaluate,
-                    n_train=pool.x.shape[1], n_seeds=S,
-                    batch_seeds=[s + 104_729 for s in config.seeds])
+    history = train(
+        model,
+        loss,
+        config.train_config(),
+        evaluate,
+        n_train=pool.x.shape[1],
+        n_seeds=S,
+        batch_seeds=[s + 104_729 for s in config.seeds],
+    )
     L = config.n_layer
-    ablation: dict[str, dict[int, np.ndarray]] = {k: {} for k in ("p_the", "p_io", "p_s")}
+    ablation: dict[str, dict[int, np.ndarray]] = {
+        k: {} for k in ("p_the", "p_io", "p_s")
+    }
     sweep: dict[str, list] = {k: [] for k in ablation}
-    weight = model.blocks[L - 1].ff.fc1.weight  # [S, d, 4d]: LASER's favourite, the MLP input
+    weight = model.blocks[
+        L - 1
+    ].ff.fc1.weight  # [S, d, 4d]: LASER's favourite, the MLP input
     ranks = sorted({probes.rank_of_fraction(weight, r) for r in config.rank_fractions})
     with torch.no_grad():
         for first in range(L + 1):  # first == L: nothing removed
@@ -140,5 +177,12 @@ def run(config: Config) -> Result:
                 m = answer_probs(model, clean)
             for k in sweep:
                 sweep[k].append(m[k].numpy())
-    return Result(config=config, history=history, model=model, ablation=ablation, ranks=ranks,
-                  sweep={k: np.stack(v) for k, v in sweep.items()}, n_params=model.n_params())
+    return Result(
+        config=config,
+        history=history,
+        model=model,
+        ablation=ablation,
+        ranks=ranks,
+        sweep={k: np.stack(v) for k, v in sweep.items()},
+        n_params=model.n_params(),
+    )

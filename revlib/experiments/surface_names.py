@@ -17,8 +17,12 @@ from revlib import _validate
 from revlib.config import ExperimentConfig
 from revlib.data.binding import SPLITS, BindingTask, binding_task
 from revlib.metrics import answer_rank, mean_reciprocal_rank
-from revlib.models.transformer import (Transformer, TransformerConfig, answer_loss,
-                                       check_shape)
+from revlib.models.transformer import (
+    Transformer,
+    TransformerConfig,
+    answer_loss,
+    check_shape,
+)
 from revlib.train import History, train
 
 
@@ -76,45 +80,72 @@ class Result:
 def _target_mask(S: int, N: int, L: int) -> torch.Tensor:
     """``[S, N, 2L+1]``: the positions (from ``<mask>`` on) whose next token is a target token."""
     m = torch.zeros(2 * L + 1, dtype=torch.bool)
-    m[L + 1:] = True
+    m[L + 1 :] = True
     return m.expand(S, N, -1)
 
 
-def metrics(model: Transformer, seqs: torch.Tensor, L: int, n_name_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+def metrics(
+    model: Transformer, seqs: torch.Tensor, L: int, n_name_tokens: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Teacher-forced exact-match accuracy of the whole target name and MRR of its first token,
     ranked among the name tokens; ``seqs [S, N, 2L+2]`` -> ``([S], [S])``."""
-    logits = model(seqs[..., :-1])[..., L + 1:, :n_name_tokens]   # [S, N, L, V_names]
-    gold = seqs[..., L + 2:]                                       # [S, N, L]
+    logits = model(seqs[..., :-1])[..., L + 1 :, :n_name_tokens]  # [S, N, L, V_names]
+    gold = seqs[..., L + 2 :]  # [S, N, L]
     acc = (logits.argmax(-1) == gold).all(-1).float().mean(-1)
-    rank = answer_rank(logits[..., 0, :], gold[..., 0])   # ties count against it
+    rank = answer_rank(logits[..., 0, :], gold[..., 0])  # ties count against it
     return acc, mean_reciprocal_rank(rank)
 
 
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` standard transformers (one batched model) and evaluate them."""
-    task = binding_task(config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds)
+    task = binding_task(
+        config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds
+    )
     S, L = config.n_seeds, task.name_length
     seqs = {k: task.sequences(k) for k in SPLITS}
-    trained = ("train", "atomic", "test") if config.reverse_in_training else ("train", "atomic")
-    train_seqs = torch.cat([seqs[k] for k in trained], 1)          # [S, N, T]
-    model = Transformer(TransformerConfig(
-        vocab_size=task.vocab_size, block_size=2 * L + 2, n_layer=config.n_layer,
-        n_head=config.n_head, d_model=config.d_model, positional="none", tied=True),
-        n_seeds=S, seed=config.seed)
+    trained = (
+        ("train", "atomic", "test")
+        if config.reverse_in_training
+        else ("train", "atomic")
+    )
+    train_seqs = torch.cat([seqs[k] for k in trained], 1)  # [S, N, T]
+    model = Transformer(
+        TransformerConfig(
+            vocab_size=task.vocab_size,
+            block_size=2 * L + 2,
+            n_layer=config.n_layer,
+            n_head=config.n_head,
+            d_model=config.d_model,
+            positional="none",
+            tied=True,
+        ),
+        n_seeds=S,
+        seed=config.seed,
+    )
     seeds_ix = torch.arange(S)[:, None]
 
     def loss(idx):
         x = train_seqs[seeds_ix, idx]
-        return answer_loss(model(x[..., :-1]), x[..., 1:], _target_mask(S, x.shape[1], L))
+        return answer_loss(
+            model(x[..., :-1]), x[..., 1:], _target_mask(S, x.shape[1], L)
+        )
 
     def evaluate():
         out = {}
         for k in SPLITS:
-            acc, mrr = metrics(model, seqs[k][:, :config.n_eval], L, task.n_name_tokens)
+            acc, mrr = metrics(
+                model, seqs[k][:, : config.n_eval], L, task.n_name_tokens
+            )
             out[f"{k}_acc"], out[f"{k}_mrr"] = acc, mrr
         return out
 
-    history = train(model, loss, config.train_config(), evaluate,
-                    n_train=train_seqs.shape[1],
-                    n_seeds=S, batch_seeds=[s + 7_777 for s in config.seeds])
+    history = train(
+        model,
+        loss,
+        config.train_config(),
+        evaluate,
+        n_train=train_seqs.shape[1],
+        n_seeds=S,
+        batch_seeds=[s + 7_777 for s in config.seeds],
+    )
     return Result(config=config, task=task, model=model, history=history)

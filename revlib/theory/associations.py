@@ -57,7 +57,7 @@ def attention_signal_leading(alpha, rho, V: int = nr.VOCAB_SIZE):
 
     Implements the right-hand side of eq-copy-signal."""
     alpha = np.asarray(alpha, dtype=float)
-    return ((1 - alpha) ** 2 + alpha ** 2 - 1 / V) * rho / (V - 1)
+    return ((1 - alpha) ** 2 + alpha**2 - 1 / V) * rho / (V - 1)
 
 
 def context_histograms(data: nr.NoisyRecall, attention: bool = True) -> torch.Tensor:
@@ -80,7 +80,7 @@ def init_gradients(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor]:
     Implements eq-memory-gradient at W_F = W_V = 0 for eq-simplified-predictor."""
     V = nr.VOCAB_SIZE
     m = data.mask.double()
-    resid = F.one_hot(data.y, V).double() - 1 / V               # [S, N, T, V]
+    resid = F.one_hot(data.y, V).double() - 1 / V  # [S, N, T, V]
     count = m.sum(dim=(1, 2))[:, None]
     g_f = (resid * m[..., None]).sum(dim=(1, 2)) / count
     h = context_histograms(data)
@@ -88,9 +88,9 @@ def init_gradients(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor]:
     return g_f, g_v
 
 
-def autograd_init_gradients(data: nr.NoisyRecall, attention: bool = True,
-                            h: torch.Tensor | None = None
-                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def autograd_init_gradients(
+    data: nr.NoisyRecall, attention: bool = True, h: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The same gradients as :func:`init_gradients`, measured independently of its formulas:
     ``torch.autograd`` through the cross-entropy of ``xi = W_F e_{z_t} + W_V h_t`` at
     ``W_F = W_V = 0``. Returns ``-grad_{W_F} L e_q`` ``[S, V]``, ``-grad_{W_V} L`` ``[S, V, V]``
@@ -106,7 +106,7 @@ def autograd_init_gradients(data: nr.NoisyRecall, attention: bool = True,
         m = data.mask[s]
         w_f = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
         w_v = torch.zeros(V, V, dtype=torch.float64, requires_grad=True)
-        logits = w_f[:, data.x[s][m]].T + h[s][m] @ w_v.T           # [P, V]
+        logits = w_f[:, data.x[s][m]].T + h[s][m] @ w_v.T  # [P, V]
         loss = F.cross_entropy(logits, data.y[s][m])
         f, v = torch.autograd.grad(loss, (w_f, w_v))
         g_f.append(-f[:, nr.TRIGGER])
@@ -133,8 +133,9 @@ def copy_signal(g_v: torch.Tensor) -> torch.Tensor:
     return diag / V - (g_v.sum(dim=(-2, -1)) - diag) / (V * (V - 1))
 
 
-def sequence_statistics(data: nr.NoisyRecall, attention: bool = True,
-                        h: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def sequence_statistics(
+    data: nr.NoisyRecall, attention: bool = True, h: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
     """Per-sequence sums from which any batch's empirical gradients follow, ``[S, N, ...]``:
     ``n_pos`` loss positions, ``n_tau`` labels equal to ``tau``, ``sum_hy`` the summed
     ``h_t(y)``, ``diag`` ``[S, N, V]`` the summed copy entries ``(1{y=j} - 1/V) h_t(j)``,
@@ -148,12 +149,18 @@ def sequence_statistics(data: nr.NoisyRecall, attention: bool = True,
     hy = h.gather(-1, data.y[..., None])[..., 0]
     resid = F.one_hot(data.y, V).double() - 1 / V
     t = torch.arange(1, data.x.shape[2] + 1, dtype=torch.float64)
-    return {"n_pos": m.sum(-1), "n_tau": ((data.y == nr.NOISE_TOKEN) * m).sum(-1),
-            "sum_hy": (hy * m).sum(-1), "diag": (resid * h * m[..., None]).sum(2),
-            "rho": ((data.occurrence - 1).clamp_min(0) / t * m).sum(-1)}
+    return {
+        "n_pos": m.sum(-1),
+        "n_tau": ((data.y == nr.NOISE_TOKEN) * m).sum(-1),
+        "sum_hy": (hy * m).sum(-1),
+        "diag": (resid * h * m[..., None]).sum(2),
+        "rho": ((data.occurrence - 1).clamp_min(0) / t * m).sum(-1),
+    }
 
 
-def batch_estimates(stats: dict[str, torch.Tensor], batch: int) -> dict[str, torch.Tensor]:
+def batch_estimates(
+    stats: dict[str, torch.Tensor], batch: int
+) -> dict[str, torch.Tensor]:
     """Split the sequences into consecutive batches of ``batch`` and return, per batch
     ``[S, K]``: ``ff_tau`` (the empirical ``tau`` entry of ``-grad W_F e_q``), ``ff_margin``
     (``tau`` entry minus mean of the others), ``copy`` (the copy signal) and ``diag``
@@ -165,12 +172,17 @@ def batch_estimates(stats: dict[str, torch.Tensor], batch: int) -> dict[str, tor
     K = N // batch
 
     def chunk(x):
-        return x[:, :K * batch].reshape(S, K, batch, *x.shape[2:]).sum(2)
+        return x[:, : K * batch].reshape(S, K, batch, *x.shape[2:]).sum(2)
 
     n = chunk(stats["n_pos"])
     ff_tau = chunk(stats["n_tau"]) / n - 1 / V
     # the other entries sum to -ff_tau (the column sums to zero)
     ff_margin = ff_tau + ff_tau / (V - 1)
     hy = chunk(stats["sum_hy"]) / n
-    return {"ff_tau": ff_tau, "ff_margin": ff_margin, "copy": (hy - 1 / V) / (V - 1),
-            "diag": chunk(stats["diag"]) / n[..., None], "n_pos": n}
+    return {
+        "ff_tau": ff_tau,
+        "ff_margin": ff_margin,
+        "copy": (hy - 1 / V) / (V - 1),
+        "diag": chunk(stats["diag"]) / n[..., None],
+        "n_pos": n,
+    }

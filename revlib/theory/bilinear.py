@@ -12,8 +12,9 @@ import numpy as np
 import torch
 
 
-def gradient(theta: torch.Tensor, vocab: torch.Tensor, inp: torch.Tensor,
-             out: torch.Tensor) -> torch.Tensor:
+def gradient(
+    theta: torch.Tensor, vocab: torch.Tensor, inp: torch.Tensor, out: torch.Tensor
+) -> torch.Tensor:
     """Analytic ``grad_Theta L = -(1/N) sum_i x_i (y_i - E_{p(.|x_i)}[v])^T``.
 
     Shapes: ``theta [S, r, r]``, ``vocab [S, m, r]``, ``inp``/``out`` ids ``[S, N]``.
@@ -79,7 +80,9 @@ def smallest_epsilon(train_loss: np.ndarray, reverse_loss: np.ndarray) -> np.nda
     return np.maximum(need.max(axis=0), 0.0)
 
 
-def initial_probability_range(theta0: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
+def initial_probability_range(
+    theta0: torch.Tensor, vocab: torch.Tensor
+) -> torch.Tensor:
     """``[S, 2]``: min and max of ``m * p_Theta0(y | x)`` over all ``x, y`` in ``V``.
 
     The pretrained-initialisation theorem needs ``1/(2m) < p < 2/m``, i.e. both in ``(1/2, 2)``.

@@ -122,7 +122,11 @@ def predicted_sld(n, theta_star, psi, tau: float) -> np.ndarray:
     w = sigmoid(s) * (1 - sigmoid(s))
     Sigma = psi.T @ psi / len(psi)
     H = (psi * w[:, None]).T @ psi / len(psi)
-    return tau**2 * np.trace(np.linalg.solve(Sigma, H)) / (2.0 * np.asarray(n, dtype=float))
+    return (
+        tau**2
+        * np.trace(np.linalg.solve(Sigma, H))
+        / (2.0 * np.asarray(n, dtype=float))
+    )
 
 
 def bce_soft_floor(theta_star, tau: float, rng, m: int = 400_000) -> float:
@@ -154,12 +158,22 @@ def loglog_slope(n, y) -> float:
     """Least-squares slope of ``log y`` against ``log n``.
 
     Serves thm-caching-sld and thm-caching-bce (their rates' slopes)."""
-    return float(np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(y, float)), 1)[0])
+    return float(
+        np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(y, float)), 1)[0]
+    )
 
 
-def simulate(n_grid=(250, 1000, 4000, 16000), D: int = 16, scale: float = 2.0,
-             tau: float = 1.0, reps: int = 5, seed: int = 0, m_test: int = 50_000,
-             shuffle: bool = False, unbiased_soft: bool = False) -> Rates:
+def simulate(
+    n_grid=(250, 1000, 4000, 16000),
+    D: int = 16,
+    scale: float = 2.0,
+    tau: float = 1.0,
+    reps: int = 5,
+    seed: int = 0,
+    m_test: int = 50_000,
+    shuffle: bool = False,
+    unbiased_soft: bool = False,
+) -> Rates:
     """Excess risk of the three fits against ``n``. ``tau``: the teacher's logit noise
     (SLD's ``z = s* + eps`` and the noisy soft labels); ``shuffle``: permute the targets
     across samples (a control: the features then carry no information, and no rate
@@ -192,11 +206,18 @@ def simulate(n_grid=(250, 1000, 4000, 16000), D: int = 16, scale: float = 2.0,
                 y, z, soft = y[perm], z[perm], soft[perm]
             excess["bce_hard"][r, j] = excess_risk(fit_bce(psi, y), theta_star, test)
             excess["sld_soft"][r, j] = excess_risk(fit_sld(psi, z), theta_star, test)
-            excess["bce_soft_noisy"][r, j] = excess_risk(fit_bce(psi, soft), theta_star, test)
-    floor = 0.0 if unbiased_soft else bce_soft_floor(theta_star, tau,
-                                                       np.random.default_rng(seed + 1))
-    predicted = {"bce_hard": predicted_bce_hard(n_grid, D),
-                 "sld_soft": predicted_sld(n_grid, theta_star, test, tau),
-                 "bce_soft_noisy": np.full(len(n_grid), floor)}
+            excess["bce_soft_noisy"][r, j] = excess_risk(
+                fit_bce(psi, soft), theta_star, test
+            )
+    floor = (
+        0.0
+        if unbiased_soft
+        else bce_soft_floor(theta_star, tau, np.random.default_rng(seed + 1))
+    )
+    predicted = {
+        "bce_hard": predicted_bce_hard(n_grid, D),
+        "sld_soft": predicted_sld(n_grid, theta_star, test, tau),
+        "bce_soft_noisy": np.full(len(n_grid), floor),
+    }
     slope = {k: loglog_slope(n_grid, v.mean(0)) for k, v in excess.items()}
     return Rates(n_grid, excess, predicted, slope, floor)

@@ -23,8 +23,10 @@ def sgd_delta(alpha, beta, g_a, g_b, eta: float):
 
     Implements eq-ent-sgd."""
     ab = _dot(alpha, beta)
-    return (-eta * (_dot(alpha, alpha) * g_a + ab * g_b),
-            -eta * (_dot(beta, beta) * g_b + ab * g_a))
+    return (
+        -eta * (_dot(alpha, alpha) * g_a + ab * g_b),
+        -eta * (_dot(beta, beta) * g_b + ab * g_a),
+    )
 
 
 def momentum_delta(alpha, beta, g_a, g_b, eta: float, mu: float, buffer: torch.Tensor):
@@ -36,8 +38,10 @@ def momentum_delta(alpha, beta, g_a, g_b, eta: float, mu: float, buffer: torch.T
     Implements eq-ent-sgd with torch's momentum buffer (no equation label of its
     own)."""
     da, db = sgd_delta(alpha, beta, g_a, g_b, eta)
-    return (da - eta * mu * torch.einsum("...i,...oi->...o", alpha, buffer),
-            db - eta * mu * torch.einsum("...i,...oi->...o", beta, buffer))
+    return (
+        da - eta * mu * torch.einsum("...i,...oi->...o", alpha, buffer),
+        db - eta * mu * torch.einsum("...i,...oi->...o", beta, buffer),
+    )
 
 
 def preconditioned_delta(alpha, beta, g_a, g_b, eta: float, P: torch.Tensor):
@@ -48,7 +52,7 @@ def preconditioned_delta(alpha, beta, g_a, g_b, eta: float, P: torch.Tensor):
     only when ``alpha`` and ``beta`` have disjoint supports.
 
     Implements eq-ent-adam."""
-    aa = torch.einsum("...i,...oi->...o", alpha * alpha, P)     # [..., out]
+    aa = torch.einsum("...i,...oi->...o", alpha * alpha, P)  # [..., out]
     ab = torch.einsum("...i,...oi->...o", alpha * beta, P)
     bb = torch.einsum("...i,...oi->...o", beta * beta, P)
     return -eta * (aa * g_a + ab * g_b), -eta * (bb * g_b + ab * g_a)
@@ -59,5 +63,8 @@ def cross_to_self(alpha, beta, g_a, g_b) -> torch.Tensor:
     relative to ``a``'s own term (SGD).
 
     Implements the ratio of the two terms of eq-ent-sgd (thm-entanglement)."""
-    return (_dot(alpha, beta).abs() * g_b.norm(dim=-1, keepdim=True)
-            / (_dot(alpha, alpha) * g_a.norm(dim=-1, keepdim=True))).squeeze(-1)
+    return (
+        _dot(alpha, beta).abs()
+        * g_b.norm(dim=-1, keepdim=True)
+        / (_dot(alpha, alpha) * g_a.norm(dim=-1, keepdim=True))
+    ).squeeze(-1)

@@ -11,8 +11,9 @@ import numpy as np
 import torch
 
 
-def gradient_Y(Y: torch.Tensor, ctx: torch.Tensor, query: torch.Tensor,
-               target: torch.Tensor) -> torch.Tensor:
+def gradient_Y(
+    Y: torch.Tensor, ctx: torch.Tensor, query: torch.Tensor, target: torch.Tensor
+) -> torch.Tensor:
     """Analytic ``grad_Y L`` for one context token (``T = 2``).
 
     ``Y [S, M, M]``, ``ctx, query, target [S, N]`` ids. The logits of sentence ``n`` are
@@ -29,15 +30,16 @@ def gradient_Y(Y: torch.Tensor, ctx: torch.Tensor, query: torch.Tensor,
     M = Y.shape[-1]
     s = torch.arange(S)[:, None]
     p = torch.softmax(Y[s, ctx] + Y[s, query], dim=-1)
-    err = p - torch.nn.functional.one_hot(target, M).to(p.dtype)   # [S, N, M]
+    err = p - torch.nn.functional.one_hot(target, M).to(p.dtype)  # [S, N, M]
     grad = torch.zeros_like(Y)
     grad.scatter_add_(1, ctx[..., None].expand(-1, -1, M), err)
     grad.scatter_add_(1, query[..., None].expand(-1, -1, M), err)
     return grad / N
 
 
-def forward_flow(t: np.ndarray, M: int, n: int, n_train: int,
-                 dt: float | None = None) -> dict[str, np.ndarray]:
+def forward_flow(
+    t: np.ndarray, M: int, n: int, n_train: int, dt: float | None = None
+) -> dict[str, np.ndarray]:
     """Gradient flow of the forward sentences "A_i -> B_i" from ``Y = 0`` (orthonormal embeddings).
 
     Row ``A_i`` of ``Y`` is used by sentence ``i`` only and row "->" by all ``n`` forward
