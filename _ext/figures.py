@@ -1,12 +1,13 @@
-"""Figures for citing: under every numbered figure of the book, its files and how to cite it.
+"""Figures for citing: under every numbered figure of the book, its files and how to
+cite it.
 
-Each figure whose label ``fig-...`` names files ``figures/<label>.pdf/.svg/.png`` (written by
-:func:`revlib.plot.savefig`) gets, inside the figure after its caption:
+Each figure whose label ``fig-...`` names files ``figures/<label>.pdf/.svg/.png``
+(written by :func:`revlib.plot.savefig`) gets, inside the figure after its caption:
 
 - links to the three files, which the HTML build ships under ``figures/``;
 - the command that regenerates that figure alone, ``python -m revlib figure <label>``;
-- a one-line citation: book title, chapter (the part of ``_toc.yml`` the page belongs to),
-  figure number and label, and the commit the book was built from.
+- a one-line citation: book title, chapter (the part of ``_toc.yml`` the page belongs
+  to), figure number and label, and the commit the book was built from.
 
 A figure whose files are missing is a warning (the strict build fails on it): run the
 command above, or the notebook, to write them.
@@ -57,7 +58,8 @@ def _figures_dir(app) -> Path:
 
 
 def _chapter(env, docname: str) -> str:
-    """Title of the chapter a page belongs to: the page whose toctree includes it, or itself."""
+    """Title of the chapter a page belongs to: the page whose toctree includes it, or
+    itself."""
     parent = next(
         (
             p
@@ -89,7 +91,8 @@ def figure_files_html(app, docname: str, label: str) -> str:
     env = app.builder.env
     page = app.builder.get_target_uri(docname)
     links = " \u00b7 ".join(
-        f'<a class="reference download" href="{html.escape(relative_uri(page, f"{OUT_FOLDER}/{label}.{fmt}"))}"'
+        '<a class="reference download" href="'
+        f'{html.escape(relative_uri(page, f"{OUT_FOLDER}/{label}.{fmt}"))}"'
         f" download>{fmt.upper()}</a>"
         for fmt in FORMATS
     )
@@ -104,9 +107,11 @@ def figure_files_html(app, docname: str, label: str) -> str:
     )
     return (
         f'<div class="revlib-figure-files" data-label="{label}">'
-        f'<p class="revlib-figure-downloads"><span class="revlib-figure-key">Files</span> '
+        '<p class="revlib-figure-downloads">'
+        '<span class="revlib-figure-key">Files</span> '
         f'{links} <span class="revlib-figure-key">Regenerate</span> '
-        f'<code class="docutils literal notranslate">python -m revlib figure {label}</code></p>'
+        '<code class="docutils literal notranslate">'
+        f"python -m revlib figure {label}</code></p>"
         f'<p class="revlib-figure-cite"><span class="revlib-figure-key">Cite</span> '
         f"{html.escape(cite)}</p></div>"
     )

@@ -1,14 +1,17 @@
-"""The ledgers the built pages show: those of the notebooks *as this build executed them*.
+"""The ledgers the built pages show: those of the notebooks *as this build executed
+them*.
 
-The book executes its notebooks (``execute_notebooks: cache``), so a notebook page shows this
-build's outputs, which on another machine differ from the stored ones within their
-tolerances. A page generated from the ledgers (the scorecard, "What reproduced", a chapter's
-box) must show the same numbers as the cells it links to, so it reads each ledger from the
-executed notebook in the build's jupyter-cache, and from the stored ``.ipynb`` only where
-the build did not execute it (``execute_notebooks: off``, or no cache entry yet).
+The book executes its notebooks (``execute_notebooks: cache``), so a notebook page shows
+this build's outputs, which on another machine differ from the stored ones within their
+tolerances. A page generated from the ledgers (the scorecard, "What reproduced", a
+chapter's box) must show the same numbers as the cells it links to, so it reads each
+ledger from the executed notebook in the build's jupyter-cache, and from the stored
+``.ipynb`` only where the build did not execute it (``execute_notebooks: off``, or no
+cache entry yet).
 
-Pages built from ledgers put a placeholder node in the doctree when they are read and are
-filled in on ``doctree-resolved``, after every notebook has been read (and so executed).
+Pages built from ledgers put a placeholder node in the doctree when they are read and
+are filled in on ``doctree-resolved``, after every notebook has been read (and so
+executed).
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ def toc_notebooks() -> list[str]:
 
 
 def executed_ledger(config, doc: str) -> tuple[dict | None, str]:
-    """``(ledger, source)`` of notebook ``doc`` (``notebooks/part/name``): from this build's
-    executed copy when there is one (``source == "executed"``), else from the stored file
-    (``"stored"``); ``(None, ...)`` when the notebook stores no ledger."""
+    """``(ledger, source)`` of notebook ``doc`` (``notebooks/part/name``): from this
+    build's executed copy when there is one (``source == "executed"``), else from the
+    stored file (``"stored"``); ``(None, ...)`` when the notebook stores no ledger."""
     path = ROOT / f"{doc}.ipynb"
     nb = nbformat.read(path, as_version=4)
     mode = getattr(config, "nb_execution_mode", "off") if config is not None else "off"

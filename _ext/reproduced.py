@@ -1,21 +1,21 @@
-"""The page "What reproduced" and each chapter's box of its rows, from ``book/results/*.yml``
-and the ledgers.
+"""The page "What reproduced" and each chapter's box of its rows, from
+``book/results/*.yml`` and the ledgers.
 
-``book/results/<part>.yml`` lists a paper's headline results (its theorems, figures, tables,
-variants and ablations), each with what the paper states and at what scale, and either the
-``kind="paper"`` claims of one notebook that test it or, for a result the book does not run,
-``not_run`` and why. Nothing measured is typed there: ours and the verdict come from the
-ledgers of this build's executed notebooks (:mod:`ledgers`).
+``book/results/<part>.yml`` lists a paper's headline results (its theorems, figures,
+tables, variants and ablations), each with what the paper states and at what scale, and
+either the ``kind="paper"`` claims of one notebook that test it or, for a result the
+book does not run, ``not_run`` and why. Nothing measured is typed there: ours and the
+verdict come from the ledgers of this build's executed notebooks (:mod:`ledgers`).
 
-A row's verdict, from its claims' (:func:`revlib.claims.verdict_of`): *not run*; *untested*
-when a claim's precondition did not hold; *fails* when a claim does not hold (a build
-reporting it is broken); *not reproduced* when a claim states that the paper's result fails
-here; *in size* when every claim is (every seed within the claim's factor of the paper's
-number); else *in direction*.
+A row's verdict, from its claims' (:func:`revlib.claims.verdict_of`): *not run*;
+*untested* when a claim's precondition did not hold; *fails* when a claim does not hold
+(a build reporting it is broken); *not reproduced* when a claim states that the paper's
+result fails here; *in size* when every claim is (every seed within the claim's factor
+of the paper's number); else *in direction*.
 
-Directives: ``{reproduced-page}`` (every paper: a figure of ours against the paper's number,
-then one compact table) and ``{reproduced-box} part/name`` (the rows of one chapter, at its
-top, folded to one line of counts until the reader opens it).
+Directives: ``{reproduced-page}`` (every paper: a figure of ours against the paper's
+number, then one compact table) and ``{reproduced-box} part/name`` (the rows of one
+chapter, at its top, folded to one line of counts until the reader opens it).
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ ORDER = ("in size", "in direction", "not reproduced", "untested", "fails", "not 
 
 
 def load_results() -> list[dict]:
-    """The papers of ``book/results/*.yml`` in the order of the book's parts, each checked:
-    ``{"paper", "title", "results": [row, ...]}``. A malformed file is a ``ValueError``
-    naming the file, the row and the field."""
+    """The papers of ``book/results/*.yml`` in the order of the book's parts, each
+    checked: ``{"paper", "title", "results": [row, ...]}``. A malformed file is a
+    ``ValueError`` naming the file, the row and the field."""
     order = {}
     for doc in toc_notebooks():
         order.setdefault(doc.split("/")[1], len(order))
@@ -67,7 +67,8 @@ def load_results() -> list[dict]:
             extra = set(row) - ROW_KEYS
             if extra:
                 raise ValueError(
-                    f"{name}: unknown fields {sorted(extra)}; allowed: {sorted(ROW_KEYS)}"
+                    f"{name}: unknown fields {sorted(extra)}; "
+                    f"allowed: {sorted(ROW_KEYS)}"
                 )
             for key in ("result", "source", "paper"):
                 if not str(row.get(key, "")).strip():
@@ -98,9 +99,9 @@ def _fmt(v: float, tol: float) -> str:
 
 
 def view(row: dict, ledgers: dict[str, dict | None]) -> dict:
-    """What the page shows for one row: its verdict, ours as text, the ratios to the paper's
-    number for the figure, and the cells it links to (``[(doc, anchor, claim id)]``).
-    ``ledgers``: ``{"part/name": ledger}``."""
+    """What the page shows for one row: its verdict, ours as text, the ratios to the
+    paper's number for the figure, and the cells it links to
+    (``[(doc, anchor, claim id)]``). ``ledgers``: ``{"part/name": ledger}``."""
     out = {"row": row, "cells": [], "ratios": [], "ours": [], "scale": ""}
     if "not_run" in row:
         out["verdict"] = "not run"
@@ -131,7 +132,8 @@ def view(row: dict, ledgers: dict[str, dict | None]) -> dict:
             _fmt(med, rec["tol"])
             if n == 1
             else (
-                f"{_fmt(med, rec['tol'])} ({_fmt(lo, rec['tol'])}–{_fmt(hi, rec['tol'])}, {n} seeds)"
+                f"{_fmt(med, rec['tol'])} "
+                f"({_fmt(lo, rec['tol'])}–{_fmt(hi, rec['tol'])}, {n} seeds)"
             )
         )
         if rec.get("paper_value") is not None and rec.get("ratio") is not None:
@@ -165,8 +167,8 @@ def view(row: dict, ledgers: dict[str, dict | None]) -> dict:
 
 
 def ratio_svg(title: str, ratios: list[tuple[str, float, float, float, float]]) -> str:
-    """A dot plot, one row per result with a number: ours / the paper's (median dot, seed
-    range bar, log scale), the band where it counts as in size shaded."""
+    """A dot plot, one row per result with a number: ours / the paper's (median dot,
+    seed range bar, log scale), the band where it counts as in size shaded."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -278,8 +280,8 @@ def _verdict_node(verdict: str) -> nodes.inline:
 
 
 def _ours_html(app, here: str, v: dict) -> nodes.raw:
-    """Ours: each claim's number, linked to the cell that checks it (its sentence and the
-    run's scale in the tooltip), then the figure."""
+    """Ours: each claim's number, linked to the cell that checks it (its sentence and
+    the run's scale in the tooltip), then the figure."""
     parts = []
     for (doc, anchor, _), (cid, text, sentence) in zip(v["cells"], v["ours"]):
         uri = app.builder.get_relative_uri(here, doc) + "#" + anchor

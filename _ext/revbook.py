@@ -1,14 +1,15 @@
 """The book's own Sphinx pieces.
 
-- ``{paper}`0.81``` marks a number as the paper's (quoted, not measured here): rendered as
-  it is, with a tooltip; the prose-number test accepts it.
-- ``{claims-scorecard}`` (a directive) builds the page "Claims at a glance" from the ledgers
-  of the notebooks as this build executed them (:mod:`ledgers`), so nothing on it is typed
-  and every row shows what its linked cell prints;
-- ``{reproduced-page}`` and ``{reproduced-box}`` build "What reproduced" and each chapter's
-  box of its rows from ``book/results/*.yml`` and the same ledgers (:mod:`reproduced`).
-- under every figure: its PDF, SVG and PNG, the command that regenerates it and a citation
-  (:mod:`figures`).
+- ``{paper}`0.81``` marks a number as the paper's (quoted, not measured here): rendered
+  as it is, with a tooltip; the prose-number test accepts it.
+- ``{claims-scorecard}`` (a directive) builds the page "Claims at a glance" from the
+  ledgers of the notebooks as this build executed them (:mod:`ledgers`), so nothing on
+  it is typed and every row shows what its linked cell prints;
+- ``{reproduced-page}`` and ``{reproduced-box}`` build "What reproduced" and each
+  chapter's box of its rows from ``book/results/*.yml`` and the same ledgers
+  (:mod:`reproduced`).
+- under every figure: its PDF, SVG and PNG, the command that regenerates it and a
+  citation (:mod:`figures`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""The ``claims-scorecard`` directive: the page "Claims at a glance", built from the ledgers.
+"""The ``claims-scorecard`` directive: the page "Claims at a glance", built from the
+ledgers.
 
-Each executed notebook stores its ledger in the output metadata of its ``ledger.summary()``
-cell (:mod:`revlib.claims`). The directive reads them from the notebooks as this build
-executed them (:mod:`ledgers`), in the order of ``_toc.yml``, and renders one folded table
-per chapter: each claim with its kind, what the paper states, ours exactly as its cell prints
-it, the test, the controls (science or plumbing), the verdict (for a paper claim: in size /
-in direction / not reproduced; otherwise its kind) and a link to the cell that checks it.
-Nothing on the page is typed.
+Each executed notebook stores its ledger in the output metadata of its
+``ledger.summary()`` cell (:mod:`revlib.claims`). The directive reads them from the
+notebooks as this build executed them (:mod:`ledgers`), in the order of ``_toc.yml``,
+and renders one folded table per chapter: each claim with its kind, what the paper
+states, ours exactly as its cell prints it, the test, the controls (science or
+plumbing), the verdict (for a paper claim: in size / in direction / not reproduced;
+otherwise its kind) and a link to the cell that checks it. Nothing on the page is typed.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from revlib import claims, report
 
 
 def values_text(rec: dict) -> str:
-    """Ours, exactly as the claim's cell prints it (:func:`revlib.report.approx`), with the
-    number of seeds."""
+    """Ours, exactly as the claim's cell prints it (:func:`revlib.report.approx`), with
+    the number of seeds."""
     vals = rec["values"]
     text = report.approx(vals if len(vals) > 1 else vals[0], rec["tol"])
     return text + (f" ({len(vals)} seeds)" if len(vals) > 1 else "")
@@ -131,8 +132,10 @@ def _scorecard(app, here: str) -> list[nodes.Node]:
             nodes.Text("Checked in the "),
             link,
             nodes.Text(
-                f" ({'this build' if source == 'executed' else 'stored outputs'}). Our scale: "
-                f"{ledger['scale'] or 'see the notebook'}; the paper's: {ledger['paper_scale']}. "
+                f" ({'this build' if source == 'executed' else 'stored outputs'})."
+                " Our scale: "
+                f"{ledger['scale'] or 'see the notebook'}; "
+                f"the paper's: {ledger['paper_scale']}. "
                 "Controls: "
                 + (
                     "; ".join(
@@ -206,9 +209,9 @@ def _scorecard(app, here: str) -> list[nodes.Node]:
         text=(
             f"{n_notebooks} notebooks. Claims by kind and verdict: "
             + ", ".join(f"{c} {k}" for k, c in sorted(totals.items()))
-            + ". Only paper claims have a verdict about a paper (in size, in direction, not "
-            "reproduced); identities are illustrations, never counted as evidence. Each "
-            "chapter's table is folded: open it to see every claim."
+            + ". Only paper claims have a verdict about a paper (in size, in "
+            "direction, not reproduced); identities are illustrations, never counted "
+            "as evidence. Each chapter's table is folded: open it to see every claim."
         )
     )
     return [summary] + sections

@@ -1,7 +1,7 @@
 """Config validation shared by every dataclass in revlib.
 
-Each check raises ``ValueError`` naming the field and the allowed range, so that a reader
-who mistypes a parameter learns what to change without reading the source.
+Each check raises ``ValueError`` naming the field and the allowed range, so that a
+reader who mistypes a parameter learns what to change without reading the source.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections.abc import Iterable
 
 
 def integer(name: str, value, lo: int | None = None, hi: int | None = None) -> None:
-    """Require an int (not bool) in ``[lo, hi]`` (either bound may be open: ``None``)."""
+    """Require an int (not bool) in ``[lo, hi]`` (either bound may be open:
+    ``None``)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an integer{_range(lo, hi)}, got {value!r}")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -68,7 +69,8 @@ def sequence(name: str, value, lo: int = 0, hi: int | None = None) -> None:
 
 def seeds(value) -> list:
     """Require a non-empty list (or tuple, range) of integer seeds; return it as a list.
-    Each seed's range is checked where it seeds a generator (:func:`revlib.repro.generator`).
+    Each seed's range is checked where it seeds a generator
+    (:func:`revlib.repro.generator`).
     """
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise ValueError(

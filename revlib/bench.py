@@ -1,13 +1,16 @@
-"""``python -m revlib bench``: the cost of one JEPA training step, against the machine's peak.
+"""``python -m revlib bench``: the cost of one JEPA training step, against the machine's
+peak.
 
-A step's time is measured as the difference of two runs of :func:`revlib.experiments.jepa.run`
-that differ only in their number of steps (same setup, same two evaluations), divided by the
-difference in steps, so set-up and evaluation cancel. Its floating-point work is counted by
-``torch.utils.flop_counter.FlopCounterMode`` over one step the same way (matrix products,
-forward and backward). The reference rate is a square float32 matrix product of the same
-threads. Profile before you optimise: at these sizes a CPU step is bound by its matrix
-products, so the ratio of the step's GFLOP/s to the matmul's says how much a rewrite could
-gain; ``top`` lists the operators that take the step's time (``torch.profiler``).
+A step's time is measured as the difference of two runs of
+:func:`revlib.experiments.jepa.run` that differ only in their number of steps (same
+setup, same two evaluations), divided by the difference in steps, so set-up and
+evaluation cancel. Its floating-point work is counted by
+``torch.utils.flop_counter.FlopCounterMode`` over one step the same way (matrix
+products, forward and backward). The reference rate is a square float32 matrix product
+of the same threads. Profile before you optimise: at these sizes a CPU step is bound by
+its matrix products, so the ratio of the step's GFLOP/s to the matmul's says how much a
+rewrite could gain; ``top`` lists the operators that take the step's time
+(``torch.profiler``).
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ def jepa_step(
 ) -> dict:
     """Measure one JEPA 1/1 training step at the Part II long runs' size. Returns
     ``ms_per_step``, ``gflop_per_step``, ``gflops`` (the step's rate), ``matmul_gflops``
-    and ``fraction_of_matmul``, and ``top``: the operators with the most self CPU time."""
+    and ``fraction_of_matmul``, and ``top``: the operators with the most self CPU
+    time."""
     from revlib.experiments import jepa
 
     if steps < 2:
@@ -108,7 +112,8 @@ def jepa_step(
 def report(result: dict) -> str:
     lines = [
         f"JEPA 1/1 training step ({result['threads']} thread(s)): "
-        f"{result['ms_per_step']:.1f} ms/step, {result['gflop_per_step']:.2f} GFLOP/step, "
+        f"{result['ms_per_step']:.1f} ms/step, "
+        f"{result['gflop_per_step']:.2f} GFLOP/step, "
         f"{result['gflops']:.1f} GFLOP/s = {result['fraction_of_matmul']:.0%} of a "
         f"2048^2 matmul's {result['matmul_gflops']:.1f} GFLOP/s",
         "self CPU time by operator (share of the profiled run):",

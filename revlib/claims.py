@@ -1,14 +1,16 @@
-"""Claims: one sentence, a measurement per seed, a test with a margin, and the controls that break it.
+"""Claims: one sentence, a measurement per seed, a test with a margin, and the controls
+that break it.
 
 A notebook states each of its claims through one :class:`Ledger`::
 
     ledger = claims.Ledger("reversal/bilinear", control=CONTROL,
                            controls={"reverse_in_training": ("science",
                                      "the held-out reverse facts are trained")},
-                           scale=f"m = {M}, n = {N_PAIRS}, d = {D}", paper_scale="unknown",
+                           scale=f"m = {M}, n = {N_PAIRS}, d = {D}",
+                           paper_scale="unknown",
                            size_knobs={"M": M, "N_PAIRS": N_PAIRS})
-    fit = ledger.precondition("fit", "the training facts are fitted", train_loss / log_m,
-                              below=0.05, tol=0.01)
+    fit = ledger.precondition("fit", "the training facts are fitted",
+                              train_loss / log_m, below=0.05, tol=0.01)
     ledger.check("reverse-at-log-m", "the held-out reverse loss stays at log m",
                  reverse_loss / log_m, above=0.9, below=1.1, tol=0.02, kind="paper",
                  source="Theorem 3", paper="stays near log m (no number)",
@@ -16,42 +18,44 @@ A notebook states each of its claims through one :class:`Ledger`::
     ledger.summary()
 
 Every claim says what it is (``kind``, :data:`KINDS`): ``"paper"``, a result the paper
-states (``source`` names its theorem, figure or table; ``paper`` says what it states; with
-``paper_value`` and ``factor``, the paper's number in the units of ``values``);
-``"derivation"``, the book's own theorem against its own measurement; ``"ours"``, a finding
-beyond the papers; ``"check"``, code or stored-run consistency. Facts true by construction go
-through :meth:`Ledger.identity` instead. Only a paper claim has a verdict about the paper, and
-it is computed (:func:`verdict_of`), never passed: *in size* when every seed is within the
-factor of the paper's number, *in direction* when the test holds but the paper gives no
-number or ours is outside the factor, *not reproduced* for a claim that states
-(``contradicts=True``) that the paper's statement fails at our scale.
+states (``source`` names its theorem, figure or table; ``paper`` says what it states;
+with ``paper_value`` and ``factor``, the paper's number in the units of ``values``);
+``"derivation"``, the book's own theorem against its own measurement; ``"ours"``, a
+finding beyond the papers; ``"check"``, code or stored-run consistency. Facts true by
+construction go through :meth:`Ledger.identity` instead. Only a paper claim has a
+verdict about the paper, and it is computed (:func:`verdict_of`), never passed: *in
+size* when every seed is within the factor of the paper's number, *in direction* when
+the test holds but the paper gives no number or ours is outside the factor, *not
+reproduced* for a claim that states (``contradicts=True``) that the paper's statement
+fails at our scale.
 
 The test of a claim is a bound on every seed's value (``above``, ``below`` or both). Its
-*margin* is the smallest distance by which any seed clears a bound (negative when a seed does
-not): the claim holds when the margin is positive. The printed tolerance ``tol`` (what nbval
-lets a re-run move, see :mod:`revlib.report`) must be smaller than the margin, so that a
-number nbval accepts cannot flip the verdict; the test suite checks this on every stored
-ledger.
+*margin* is the smallest distance by which any seed clears a bound (negative when a seed
+does not): the claim holds when the margin is positive. The printed tolerance ``tol``
+(what nbval lets a re-run move, see :mod:`revlib.report`) must be smaller than the
+margin, so that a number nbval accepts cannot flip the verdict; the test suite checks
+this on every stored ledger.
 
 Controls are cheap runs of the same notebook (its ``CONTROL`` parameter) in which the
-mechanism is removed or the answer is given. A claim names the controls under which its test
-must fail. Outcomes, per claim and run:
+mechanism is removed or the answer is given. A claim names the controls under which its
+test must fail. Outcomes, per claim and run:
 
 - default run (``CONTROL = "none"``): the claim must hold;
 - under a control the claim names: the claim must fail (the control broke it);
 - under another control: recorded, not required either way;
-- a ``requires`` precondition that did not hold: the claim is *untested* ("not fitted at this
-  budget"), neither held nor failed.
+- a ``requires`` precondition that did not hold: the claim is *untested*
+  ("not fitted at this budget"), neither held nor failed.
 
-In the default mode a required outcome that does not happen raises ``AssertionError`` at the
-claim (after printing its line). With ``REVLIB_CLAIMS=record`` (``scripts/check-claims``)
-nothing raises and the ledger is written as JSON to ``REVLIB_LEDGER`` when set.
-:meth:`Ledger.identity` shows a fact that holds by construction: printed and asserted as a
-sanity check, marked as an illustration, never counted as evidence.
+In the default mode a required outcome that does not happen raises ``AssertionError`` at
+the claim (after printing its line). With ``REVLIB_CLAIMS=record``
+(``scripts/check-claims``) nothing raises and the ledger is written as JSON to
+``REVLIB_LEDGER`` when set. :meth:`Ledger.identity` shows a fact that holds by
+construction: printed and asserted as a sanity check, marked as an illustration, never
+counted as evidence.
 
-The ledger is stored in the notebook itself: :meth:`Ledger.summary` displays a table whose
-output metadata (``revlib_ledger``, which nbval does not compare) carries every record; the
-book's scorecard page (``book/claims.md``) is built from those.
+The ledger is stored in the notebook itself: :meth:`Ledger.summary` displays a table
+whose output metadata (``revlib_ledger``, which nbval does not compare) carries every
+record; the book's scorecard page (``book/claims.md``) is built from those.
 """
 
 from __future__ import annotations
@@ -78,8 +82,9 @@ PAPER_VERDICTS = ("in size", "in direction", "not reproduced", "not run")
 # a science control removes the mechanism or gives the answer away; a plumbing control
 # changes what is read, swapped or compared (a stored file, step 0, no training)
 CONTROL_KINDS = ("science", "plumbing")
-# the key of Ledger(quick=...) that lists the claims whose effect a quick-size default run
-# does not show: CI does not count their controls there; they are checked at full size
+# the key of Ledger(quick=...) that lists the claims whose effect a quick-size default
+# run does not show: CI does not count their controls there; they are checked at full
+# size
 FULL_SIZE_ONLY = "full_size_only"
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -133,8 +138,8 @@ def _as_values(values) -> np.ndarray:
 
 
 def margin_of(values, above: float | None = None, below: float | None = None) -> float:
-    """Smallest distance by which every value clears its bounds (negative if one does not;
-    ``-inf`` for a NaN value)."""
+    """Smallest distance by which every value clears its bounds (negative if one does
+    not; ``-inf`` for a NaN value)."""
     if above is None and below is None:
         raise ValueError("a test needs a bound: give above=, below= or both")
     if above is not None and below is not None and not above < below:
@@ -166,10 +171,11 @@ def is_claim(rec) -> bool:
 
 
 def verdict_of(rec) -> str:
-    """The verdict of a record (a :class:`Record` or its dict): for a paper claim that held,
-    ``"not reproduced"`` (it states the paper's result fails here), ``"in size"`` (every
-    seed within ``factor`` of ``paper_value``) or ``"in direction"``; ``"untested"`` or
-    ``"fails"`` when the test did not hold; for other claims, their kind."""
+    """The verdict of a record (a :class:`Record` or its dict): for a paper claim that
+    held, ``"not reproduced"`` (it states the paper's result fails here), ``"in size"``
+    (every seed within ``factor`` of ``paper_value``) or ``"in direction"``;
+    ``"untested"`` or ``"fails"`` when the test did not hold; for other claims, their
+    kind."""
     r = rec if isinstance(rec, dict) else asdict(rec)
     if r["kind"] in ("identity", "precondition"):
         return r["kind"]
@@ -189,19 +195,21 @@ def verdict_of(rec) -> str:
 
 
 class Ledger:
-    """The claims of one notebook run. ``notebook``: its path under ``notebooks/`` without
-    suffix (``"reversal/bilinear"``); ``control``: ``"none"`` or a key of ``controls``
-    (name -> ``(kind, what the control removes, gives away or swaps)``, kind ``"science"``
-    or ``"plumbing"``, :data:`CONTROL_KINDS`); ``scale``/``paper_scale``: the sizes of
-    this run and of the paper's (``"unknown"`` where not known); ``size_knobs``: the
-    ``parameters``-cell names that ``scripts/check-claims --scale K`` multiplies, with their
-    values in this run; ``quick``: parameter values that make the control runs of CI cheaper
-    (``check-claims --quick``) while giving the same verdicts; a key that names a control
-    maps to values for that control's run only (e.g. ``{"N_SEEDS": 1, "swap_stored":
-    {"STEPS": 20}}``: a control that only reads stored runs need not train the live ones
-    at full length, since none of the claims it must break reads them); ``quick["full_size_only"]``:
-    the ids of claims whose effect a quick-size default run does not show (CI's quick
-    runs then prove nothing about their controls; they are checked at full size)."""
+    """The claims of one notebook run. ``notebook``: its path under ``notebooks/``
+    without suffix (``"reversal/bilinear"``); ``control``: ``"none"`` or a key of
+    ``controls`` (name -> ``(kind, what the control removes, gives away or swaps)``,
+    kind ``"science"`` or ``"plumbing"``, :data:`CONTROL_KINDS`);
+    ``scale``/``paper_scale``: the sizes of this run and of the paper's (``"unknown"``
+    where not known); ``size_knobs``: the ``parameters``-cell names that
+    ``scripts/check-claims --scale K`` multiplies, with their values in this run;
+    ``quick``: parameter values that make the control runs of CI cheaper
+    (``check-claims --quick``) while giving the same verdicts; a key that names a
+    control maps to values for that control's run only (e.g.
+    ``{"N_SEEDS": 1, "swap_stored": {"STEPS": 20}}``: a control that only reads stored
+    runs need not train the live ones at full length, since none of the claims it must
+    break reads them); ``quick["full_size_only"]``: the ids of claims whose effect a
+    quick-size default run does not show (CI's quick runs then prove nothing about their
+    controls; they are checked at full size)."""
 
     def __init__(
         self,
@@ -220,7 +228,8 @@ class Ledger:
         for name, spec in (controls or {}).items():
             if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name == "none":
                 raise ValueError(
-                    f"control names must be lower_snake_case and not 'none', got {name!r}"
+                    "control names must be lower_snake_case and not 'none', "
+                    f"got {name!r}"
                 )
             if not (
                 isinstance(spec, tuple) and len(spec) == 2 and spec[0] in CONTROL_KINDS
@@ -232,7 +241,8 @@ class Ledger:
             self.control_kinds[name], self.controls[name] = spec
         if control != "none" and control not in self.controls:
             raise ValueError(
-                f"CONTROL must be 'none' or one of {sorted(self.controls)}, got {control!r}"
+                f"CONTROL must be 'none' or one of {sorted(self.controls)}, "
+                f"got {control!r}"
             )
         self.notebook, self.control = notebook, control
         self.scale, self.paper_scale = scale, paper_scale
@@ -258,11 +268,12 @@ class Ledger:
         self.records: dict[str, Record] = {}
         self.mode = mode()
 
-    # -- stating -----------------------------------------------------------------------------
+    # -- stating -----------------------------------------------------------------------
     def _record(self, rec: Record, label: str) -> Record:
         if not _ID.fullmatch(rec.id):
             raise ValueError(
-                f"claim id must be lower-case letters, digits, '-' or '_', got {rec.id!r}"
+                "claim id must be lower-case letters, digits, '-' or '_', "
+                f"got {rec.id!r}"
             )
         if rec.id in self.records:
             raise ValueError(f"claim id {rec.id!r} is used twice in {self.notebook}")
@@ -292,7 +303,10 @@ class Ledger:
                 if rec.expected == "fails"
                 else ""
             )
-        line = f"[{label} {rec.id}] {rec.sentence}: {values}; test {test}, margin {margin}: {verdict}"
+        line = (
+            f"[{label} {rec.id}] {rec.sentence}: {values}; "
+            f"test {test}, margin {margin}: {verdict}"
+        )
         if rec.kind == "paper" and rec.outcome == "holds" and self.control == "none":
             about = f"{rec.source}: {rec.paper}"
             if rec.paper_value is not None:
@@ -327,7 +341,8 @@ class Ledger:
         for c in controls:
             if c not in self.controls:
                 raise ValueError(
-                    f"claim {id!r} names control {c!r}; declared: {sorted(self.controls)}"
+                    f"claim {id!r} names control {c!r}; "
+                    f"declared: {sorted(self.controls)}"
                 )
         arr = _as_values(values)
         margin = margin_of(arr, above, below)
@@ -388,18 +403,19 @@ class Ledger:
         contradicts: bool = False,
     ) -> None:
         """State a claim: every value must lie above ``above`` and/or below ``below``.
-        ``kind``: one of :data:`KINDS` (no default: say what the claim is). A ``"paper"``
-        claim names its ``source`` (theorem, figure, table) and says what the paper states
-        (``paper``); ``paper_value`` (> 0, in the units of ``values``) shows ours as a
-        ratio to the paper's number, and ``factor`` (> 1) makes the verdict *in size* when
-        every seed lies within the factor of it (leave ``factor`` out where a seed lies
-        within its tolerance of the factor's bounds: a re-run could flip that verdict, and
-        the test suite refuses it); ``contradicts=True``: the claim states that the paper's result fails at our
-        scale (verdict *not reproduced*). Other kinds take no paper fields (``source`` may
-        name the book's own theorem for a derivation). ``controls``: the controls under
-        which the test must fail (at least one); ``requires``: ids of preconditions checked
-        before. The outcome is in ``ledger.records[id]``; nothing is returned, so that a
-        claim's cell prints only its line."""
+        ``kind``: one of :data:`KINDS` (no default: say what the claim is). A
+        ``"paper"`` claim names its ``source`` (theorem, figure, table) and says what
+        the paper states (``paper``); ``paper_value`` (> 0, in the units of ``values``)
+        shows ours as a ratio to the paper's number, and ``factor`` (> 1) makes the
+        verdict *in size* when every seed lies within the factor of it (leave ``factor``
+        out where a seed lies within its tolerance of the factor's bounds: a re-run
+        could flip that verdict, and the test suite refuses it); ``contradicts=True``:
+        the claim states that the paper's result fails at our scale (verdict *not
+        reproduced*). Other kinds take no paper fields (``source`` may name the book's
+        own theorem for a derivation). ``controls``: the controls under which the test
+        must fail (at least one); ``requires``: ids of preconditions checked before. The
+        outcome is in ``ledger.records[id]``; nothing is returned, so that a claim's
+        cell prints only its line."""
         if kind not in KINDS:
             raise ValueError(
                 f"kind must be one of {KINDS} (an identity goes through "
@@ -407,7 +423,8 @@ class Ledger:
             )
         if not controls:
             raise ValueError(
-                f"claim {id!r} names no control: an empirical claim needs one under which it fails"
+                f"claim {id!r} names no control: "
+                "an empirical claim needs one under which it fails"
             )
         if kind == "paper":
             if not source or not paper:
@@ -459,8 +476,8 @@ class Ledger:
         self._enforce(rec)
 
     def held(self, id: str) -> bool:
-        """Whether the record ``id`` (a claim, precondition or identity) held; ``requires``
-        asks it of each precondition."""
+        """Whether the record ``id`` (a claim, precondition or identity) held;
+        ``requires`` asks it of each precondition."""
         if id not in self.records:
             raise ValueError(
                 f"{id!r} is named, but {self.notebook} has not checked yet a "
@@ -479,11 +496,11 @@ class Ledger:
         tol: float,
         unmet: str = "",
     ) -> bool:
-        """A condition the claims after it need (the training facts are fitted). Reported apart
-        from them: when it fails, the claims that require it read "untested" with ``unmet`` as
-        the reason (default: "not fitted at this budget"; e.g. "the model is not installed");
-        it never raises by itself (a stored output that said it held makes nbval catch the
-        change)."""
+        """A condition the claims after it need (the training facts are fitted).
+        Reported apart from them: when it fails, the claims that require it read
+        "untested" with ``unmet`` as the reason (default: "not fitted at this budget";
+        e.g. "the model is not installed"); it never raises by itself (a stored output
+        that said it held makes nbval catch the change)."""
         judged = self._judge(
             "precondition", id, sentence, values, above, below, tol, (), ()
         )
@@ -502,8 +519,9 @@ class Ledger:
         below: float | None = None,
         tol: float,
     ) -> bool:
-        """Something true by construction (a structural zero, a parameter count): shown as an
-        illustration and asserted as a sanity check of the code, never counted as evidence."""
+        """Something true by construction (a structural zero, a parameter count): shown
+        as an illustration and asserted as a sanity check of the code, never counted as
+        evidence."""
         rec = self._record(
             self._judge("identity", id, sentence, values, above, below, tol, (), ()),
             "identity",
@@ -529,10 +547,11 @@ class Ledger:
     def glue(
         self, name: str, value, tol: float | None = None, digits: int | None = None
     ) -> str:
-        """Glue a number for the chapter's prose (myst-nb ``{glue:text}``), rounded like the
-        printed lines: with ``tol``, to one decimal finer than it (nbval compares it within
-        ``tol``); without, to ``digits`` decimals (a number that must not move, e.g. read from
-        a stored run). Arrays are glued as "a–b" (min to max). Returns the glued text."""
+        """Glue a number for the chapter's prose (myst-nb ``{glue:text}``), rounded like
+        the printed lines: with ``tol``, to one decimal finer than it (nbval compares it
+        within ``tol``); without, to ``digits`` decimals (a number that must not move,
+        e.g. read from a stored run). Arrays are glued as "a–b" (min to max). Returns
+        the glued text."""
         if tol is None and digits is None:
             raise ValueError(
                 "glue needs tol= (a measured number) or digits= (a fixed one)"
@@ -551,7 +570,7 @@ class Ledger:
         _display({prefix + "text/plain": text}, meta)
         return text
 
-    # -- the ledger ---------------------------------------------------------------------------
+    # -- the ledger --------------------------------------------------------------------
     def as_dict(self) -> dict:
         return {
             "notebook": self.notebook,
@@ -566,7 +585,8 @@ class Ledger:
         }
 
     def problems(self) -> list[str]:
-        """Required outcomes that did not happen (empty when the run is as it must be)."""
+        """Required outcomes that did not happen (empty when the run is as it must
+        be)."""
         out = []
         for r in self.records.values():
             if r.expected != "any" and r.outcome not in ("untested", r.expected):
@@ -582,9 +602,11 @@ class Ledger:
         }
         n_id = sum(r.kind == "identity" for r in self.records.values())
         head = (
-            f"ledger {self.notebook} (control: {self.control}): {len(self.records)} records; "
+            f"ledger {self.notebook} (control: {self.control}): "
+            f"{len(self.records)} records; "
             f"claims {counts['holds']} held, {counts['fails']} failed, "
-            f"{counts['untested']} untested; {n_id} identities (illustrations, not evidence)"
+            f"{counts['untested']} untested; "
+            f"{n_id} identities (illustrations, not evidence)"
         )
         lines = [head] + [
             f"  {r.kind:12s} {r.id:28s} {r.outcome}" for r in self.records.values()

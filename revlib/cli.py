@@ -1,5 +1,5 @@
-"""``python -m revlib run|sweep|bench|figure``: the command line of :mod:`revlib.sweeps` and
-:mod:`revlib.figures` (``figure <label>`` regenerates one figure of the book alone).
+"""``python -m revlib run|sweep|bench|figure``: the command line of :mod:`revlib.sweeps`
+and :mod:`revlib.figures` (``figure <label>`` regenerates one figure of the book alone).
 
 ``python -m revlib run bilinear --set m=16 --out r.json`` runs
 ``revlib.experiments.bilinear.run(Config(m=16))`` and writes one record
@@ -135,8 +135,8 @@ def _split(text: str) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m revlib",
-        description="Run the book's experiments one config at a time (run), as grids of "
-        "configs and seeds that resume when cut off (sweep), time a training "
+        description="Run the book's experiments one config at a time (run), as grids "
+        "of configs and seeds that resume when cut off (sweep), time a training "
         "step (bench), or regenerate one figure (figure).",
     )
     sub = ap.add_subparsers(dest="command", required=True)

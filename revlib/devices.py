@@ -1,13 +1,14 @@
 """Where an experiment's tensors live: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
 
-The experiments build their data and models inside ``run(config)``, so rather than thread a
-``device`` through every chapter, :func:`use` runs a whole experiment on a device: tensor
-constructors default to it (as with ``torch.set_default_device``), CPU tensors made otherwise
-(``torch.from_numpy``) follow the device tensors they meet, and ``.numpy()`` copies a result
-back to the host first. One difference from ``torch.set_default_device``: every random
-draw in revlib takes a CPU ``torch.Generator`` (one stream per seed, see :mod:`revlib.repro`),
-which a CUDA constructor rejects; such draws run on the CPU and are then moved, so a seed gets
-the same data and initial weights on every device.
+The experiments build their data and models inside ``run(config)``, so rather than
+thread a ``device`` through every chapter, :func:`use` runs a whole experiment on a
+device: tensor constructors default to it (as with ``torch.set_default_device``), CPU
+tensors made otherwise (``torch.from_numpy``) follow the device tensors they meet, and
+``.numpy()`` copies a result back to the host first. One difference from
+``torch.set_default_device``: every random draw in revlib takes a CPU
+``torch.Generator`` (one stream per seed, see :mod:`revlib.repro`), which a CUDA
+constructor rejects; such draws run on the CPU and are then moved, so a seed gets the
+same data and initial weights on every device.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ _CONSTRUCTORS = frozenset(
 def resolve(device: str, here: bool = True) -> torch.device:
     """Check ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``) against this machine.
 
-    Raises ``ValueError`` naming ``device`` when it is malformed, when CUDA is not available,
-    or when ``N`` is not one of the visible GPUs. ``here=False`` checks the spelling only (for
-    a device on another machine, e.g. a Dask worker's).
+    Raises ``ValueError`` naming ``device`` when it is malformed, when CUDA is not
+    available, or when ``N`` is not one of the visible GPUs. ``here=False`` checks the
+    spelling only (for a device on another machine, e.g. a Dask worker's).
     """
     if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
         raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
@@ -70,14 +71,16 @@ def resolve(device: str, here: bool = True) -> torch.device:
 
 
 class _OnDevice(TorchFunctionMode):
-    """Allocate on ``device``; draw with CPU generators on the CPU; ``.numpy()`` via the host.
+    """Allocate on ``device``; draw with CPU generators on the CPU; ``.numpy()`` via the
+    host.
 
-    Tensors that did not come from a constructor (``torch.from_numpy``, tables built before
-    the run) stay on the CPU; an operation that meets them together with device tensors moves
-    them to the device (not 0-dim ones, which CUDA takes as scalars, e.g. optimiser step
-    counts). An in-place operation on a CPU tensor instead brings its other operands to the
-    CPU, so the write lands in the tensor the caller holds, not in a copy.
-    Inside ``__torch_function__`` the mode is switched off, so ``func(...)`` runs plain torch.
+    Tensors that did not come from a constructor (``torch.from_numpy``, tables built
+    before the run) stay on the CPU; an operation that meets them together with device
+    tensors moves them to the device (not 0-dim ones, which CUDA takes as scalars, e.g.
+    optimiser step counts). An in-place operation on a CPU tensor instead brings its
+    other operands to the CPU, so the write lands in the tensor the caller holds, not in
+    a copy. Inside ``__torch_function__`` the mode is switched off, so ``func(...)``
+    runs plain torch.
     """
 
     def __init__(self, device: torch.device):
@@ -145,11 +148,12 @@ def _moved(tree, device: torch.device):
 
 @contextmanager
 def use(device: str | torch.device):
-    """Run the enclosed code on ``device`` (validated by :func:`resolve`); a no-op for the CPU.
+    """Run the enclosed code on ``device`` (validated by :func:`resolve`); a no-op for
+    the CPU.
 
-    ``with revlib.devices.use("cuda"): result = run(config)``. Arrays in the result that were
-    made with ``.numpy()`` are on the host; tensors kept in it (a model, a task) stay on the
-    device.
+    ``with revlib.devices.use("cuda"): result = run(config)``. Arrays in the result that
+    were made with ``.numpy()`` are on the host; tensors kept in it (a model, a task)
+    stay on the device.
     """
     dev = resolve(str(device))
     if dev.type == "cpu":

@@ -1,15 +1,16 @@
 """``python -m revlib figure <label>``: regenerate one figure of the book, alone.
 
 Every figure is drawn by one notebook cell whose ``mystnb`` metadata names it
-(``figure: {name: fig-...}``); the cell saves it with :func:`revlib.plot.savefig` under that
-label. Regenerating a figure runs that notebook's code cells in order, from the first up to
-and including the figure's cell (nothing after it), in a fresh kernel started in the
-notebook's folder (so its ``data/`` paths resolve), with ``REVLIB_FIGURES_DIR`` pointing at
-``figures/`` (or ``--out``). The notebook's own parameters are used: stored runs are read
-where the notebook reads them, live runs are re-run where it runs them.
+(``figure: {name: fig-...}``); the cell saves it with :func:`revlib.plot.savefig` under
+that label. Regenerating a figure runs that notebook's code cells in order, from the
+first up to and including the figure's cell (nothing after it), in a fresh kernel
+started in the notebook's folder (so its ``data/`` paths resolve), with
+``REVLIB_FIGURES_DIR`` pointing at ``figures/`` (or ``--out``). The notebook's own
+parameters are used: stored runs are read where the notebook reads them, live runs are
+re-run where it runs them.
 
-The notebooks are read from the ``.ipynb`` of each pair (jupytext keeps it in step with the
-``.py`` source; ``tests/test_project.py`` checks that).
+The notebooks are read from the ``.ipynb`` of each pair (jupytext keeps it in step with
+the ``.py`` source; ``tests/test_project.py`` checks that).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ class FigureSource:
 
 
 def book_root(start: Path | None = None) -> Path:
-    """The repository: the first folder holding ``_toc.yml`` and ``notebooks/``, looking up
-    from ``start`` (default: the working directory), else the folder above this package."""
+    """The repository: the first folder holding ``_toc.yml`` and ``notebooks/``, looking
+    up from ``start`` (default: the working directory), else the folder above this
+    package."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / "_toc.yml").is_file() and (folder / "notebooks").is_dir():
@@ -55,7 +57,8 @@ def figure_label(cell: dict) -> str | None:
 
 
 def known_figures(root: Path | None = None) -> dict[str, FigureSource]:
-    """Every figure label drawn by a notebook under ``<root>/notebooks``, sorted by label."""
+    """Every figure label drawn by a notebook under ``<root>/notebooks``, sorted by
+    label."""
     root = book_root() if root is None else Path(root)
     found: dict[str, FigureSource] = {}
     for path in sorted((root / "notebooks").rglob("*.ipynb")):
@@ -91,7 +94,8 @@ def find(label: str, root: Path | None = None) -> FigureSource:
 
 
 def notebook_up_to(source: FigureSource):
-    """The notebook cut after the figure's cell, code cells only, without stored outputs."""
+    """The notebook cut after the figure's cell, code cells only, without stored
+    outputs."""
     import nbformat  # noqa: PLC0415  (installed with the book's extras)
 
     nb = nbformat.read(source.notebook, as_version=4)

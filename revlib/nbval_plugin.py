@@ -1,11 +1,13 @@
-"""pytest plugin: nbval compares printed numbers within the tolerance the notebook declares.
+"""pytest plugin: nbval compares printed numbers within the tolerance the notebook
+declares.
 
-Registered as a ``pytest11`` entry point, so any ``pytest --nbval`` run in an environment
-where revlib is installed uses it. nbval's own comparison stays in charge (missing outputs,
-images, HTML, error cells); before it runs, each text output of a re-executed cell that
-matches the stored one under :func:`revlib.report.compare` is replaced by the stored text,
-so only real differences reach nbval's report. A mismatch adds the reason (which number,
-by how much, against which tolerance) to nbval's failure message.
+Registered as a ``pytest11`` entry point, so any ``pytest --nbval`` run in an
+environment where revlib is installed uses it. nbval's own comparison stays in charge
+(missing outputs, images, HTML, error cells); before it runs, each text output of a
+re-executed cell that matches the stored one under :func:`revlib.report.compare` is
+replaced by the stored text, so only real differences reach nbval's report. A mismatch
+adds the reason (which number, by how much, against which tolerance) to nbval's failure
+message.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ GLUE_PREFIX = "application/papermill.record/"  # myst-nb's mime prefix for hidde
 
 
 def _text_fields(output) -> list[tuple[str, dict, str]]:
-    """(comparison key, container, field) for each text in one output, keyed as nbval does."""
+    """(comparison key, container, field) for each text in one output, keyed as nbval
+    does."""
     if output.get("output_type") == "stream":
         return [(output.get("name", "stdout"), output, "text")]
     data = output.get("data")
@@ -28,8 +31,8 @@ def _text_fields(output) -> list[tuple[str, dict, str]]:
 
 
 def _with_tol(text: str, output) -> str:
-    """A glued number (:meth:`revlib.claims.Ledger.glue`) carries its tolerance in the output's
-    metadata, not in its text: put it back for the comparison."""
+    """A glued number (:meth:`revlib.claims.Ledger.glue`) carries its tolerance in the
+    output's metadata, not in its text: put it back for the comparison."""
     tol = (output.get("metadata") or {}).get("revlib_tol")
     return text if tol is None else f"[{text}] {report.MARK}{tol:g}"
 

@@ -1,10 +1,11 @@
 """One plotting theme and one way to save a figure for citing.
 
-``savefig(fig, label)`` writes ``figures/<label>.pdf``, ``.svg`` and ``.png``, where ``label``
-is the figure's MyST name (so ``{numref}`fig-bilinear-losses``` and the file agree).
-The files are written atomically (a failure leaves no half-written figure) and without
-timestamps, so re-running a notebook rewrites identical vector files on the same machine.
-``REVLIB_FIGURES_DIR`` redirects them (the test suite uses this to keep the tree clean).
+``savefig(fig, label)`` writes ``figures/<label>.pdf``, ``.svg`` and ``.png``, where
+``label`` is the figure's MyST name (so ``{numref}`fig-bilinear-losses``` and the file
+agree). The files are written atomically (a failure leaves no half-written figure) and
+without timestamps, so re-running a notebook rewrites identical vector files on the same
+machine. ``REVLIB_FIGURES_DIR`` redirects them (the test suite uses this to keep the
+tree clean).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ _LABEL = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 def set_theme() -> None:
-    """The book's seaborn theme; also fixes the SVG hash salt so SVG files are stable."""
+    """The book's seaborn theme; also fixes the SVG hash salt so SVG files are
+    stable."""
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
     mpl.rcParams.update(
         {
@@ -44,7 +46,8 @@ def set_theme() -> None:
 
 
 def figures_dir() -> Path:
-    """``$REVLIB_FIGURES_DIR`` if set, else ``figures/`` at the top of the repository."""
+    """``$REVLIB_FIGURES_DIR`` if set, else ``figures/`` at the top of the
+    repository."""
     env = os.environ.get("REVLIB_FIGURES_DIR")
     return Path(env) if env else Path(__file__).resolve().parent.parent / "figures"
 
@@ -88,7 +91,8 @@ def seed_band(
     color=None,
     **line_kw,
 ) -> None:
-    """Median over seeds as a line, min-max over seeds as a band. ``values`` is ``[E, S]``."""
+    """Median over seeds as a line, min-max over seeds as a band. ``values`` is
+    ``[E, S]``."""
     values = np.asarray(values)
     (line,) = ax.plot(x, np.median(values, axis=1), label=label, color=color, **line_kw)
     ax.fill_between(

@@ -1,17 +1,17 @@
 """Printed numbers that carry their tolerance, and the comparison that honours it.
 
 A notebook prints a measured number together with how far it is expected to move between
-re-runs on other machines and seeds: ``approx(0.4312, 0.05)`` gives ``"0.43 ±0.05"``, and
-``approx([8.2, 9.1], 1.5)`` gives ``"[8.2 9.1] ±1.5"``; ``approx(x, "10%")`` gives a tolerance
-relative to the value. The tolerance is declared in the code next to the claim, shown to the
-reader, and read back by :func:`compare`, which the test suite uses instead of nbval's exact
-string match (see :mod:`revlib.nbval_plugin`):
+re-runs on other machines and seeds: ``approx(0.4312, 0.05)`` gives ``"0.43 ±0.05"``,
+and ``approx([8.2, 9.1], 1.5)`` gives ``"[8.2 9.1] ±1.5"``; ``approx(x, "10%")`` gives a
+tolerance relative to the value. The tolerance is declared in the code next to the
+claim, shown to the reader, and read back by :func:`compare`, which the test suite uses
+instead of nbval's exact string match (see :mod:`revlib.nbval_plugin`):
 
-- the text around the numbers must match exactly (runs of whitespace count as one space, and
-  padding inside brackets is ignored, since column widths follow the numbers);
-- a number followed by ``±T`` (or a bracketed list of numbers followed by ``±T``) may differ
-  from the stored one by ``T`` plus the rounding of the two printed values; ``±P%`` allows
-  ``P`` percent of the stored value;
+- the text around the numbers must match exactly (runs of whitespace count as one space,
+  and padding inside brackets is ignored, since column widths follow the numbers);
+- a number followed by ``±T`` (or a bracketed list of numbers followed by ``±T``) may
+  differ from the stored one by ``T`` plus the rounding of the two printed values;
+  ``±P%`` allows ``P`` percent of the stored value;
 - every other number must be equal.
 """
 
@@ -52,9 +52,9 @@ def _parse_tol(tol: float | str) -> tuple[float, bool]:
 def approx(value, tol: float | str, digits: int | None = None) -> str:
     """``value`` rounded to ``digits`` decimals, followed by its tolerance ``±tol``.
 
-    ``value`` is a number or anything ``np.asarray`` accepts (printed as ``[a b c]``, nested
-    for 2-D); ``tol`` is an absolute tolerance (> 0) or a percentage string such as ``"10%"``.
-    ``digits`` defaults to the decimals that resolve the tolerance.
+    ``value`` is a number or anything ``np.asarray`` accepts (printed as ``[a b c]``,
+    nested for 2-D); ``tol`` is an absolute tolerance (> 0) or a percentage string such
+    as ``"10%"``. ``digits`` defaults to the decimals that resolve the tolerance.
     """
     t, relative = _parse_tol(tol)
     if digits is None:
@@ -78,8 +78,9 @@ def approx(value, tol: float | str, digits: int | None = None) -> str:
 
 
 def exact(values, digits: int = 3) -> str:
-    """Numbers read from a committed file, printed as they are (no tolerance: the file does
-    not change between runs): ``exact([0.6471, 0.4567])`` gives ``"[0.647 0.457]"``."""
+    """Numbers read from a committed file, printed as they are (no tolerance: the file
+    does not change between runs): ``exact([0.6471, 0.4567])`` gives
+    ``"[0.647 0.457]"``."""
     return (
         "["
         + " ".join(f"{v:.{digits}f}" for v in np.ravel(np.asarray(values, dtype=float)))
@@ -166,7 +167,8 @@ def compare(ref: str, new: str) -> list[str]:
 
 
 def drift(ref: str, new: str) -> str:
-    """One line on how far ``new``'s numbers moved from ``ref``'s ('' when identical)."""
+    """One line on how far ``new``'s numbers moved from ``ref``'s ('' when
+    identical)."""
     if ref == new:
         return ""
     ref_skel, ref_nums = _parse(ref)

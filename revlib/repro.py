@@ -22,13 +22,14 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def setup(seed: int, threads: int | None = None) -> torch.Generator:
-    """Seed python, numpy and torch; fix thread counts; turn on deterministic algorithms.
+    """Seed python, numpy and torch; fix thread counts; turn on deterministic
+    algorithms.
 
-    ``threads`` defaults to the environment variable ``REVLIB_THREADS``, else 1. The test
-    suite sets it to 2 (with another CPU kernel path) to simulate a machine that did not
-    produce the stored outputs. Returns a ``torch.Generator`` seeded with ``seed``, for code
-    that wants an explicit random stream rather than the global one. Call it once, at the
-    top of a notebook.
+    ``threads`` defaults to the environment variable ``REVLIB_THREADS``, else 1. The
+    test suite sets it to 2 (with another CPU kernel path) to simulate a machine that
+    did not produce the stored outputs. Returns a ``torch.Generator`` seeded with
+    ``seed``, for code that wants an explicit random stream rather than the global one.
+    Call it once, at the top of a notebook.
     """
     _validate.integer("seed", seed, 0, 2**32 - 1)
     if threads is None:
@@ -55,7 +56,8 @@ def setup(seed: int, threads: int | None = None) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-# The kernel path one level below each native one: ATen's vector width and MKL's code path.
+# The kernel path one level below each native one: ATen's vector width and MKL's code
+# path.
 _LOWER = {"AVX512": ("avx2", "AVX2")}
 _LOWEST = ("default", "SSE4_2")
 
@@ -64,13 +66,14 @@ def other_machine() -> dict[str, str]:
     """Environment variables under which this machine computes as another one would.
 
     The stored notebook outputs must hold on machines that did not make them. Training
-    amplifies the last-digit differences of other CPU kernels (vector width, MKL's blocking
-    of large reductions), so the tests re-run every notebook one kernel level below this
-    CPU's: on an AVX-512 machine ATen's AVX2 kernels and MKL's AVX2 path, elsewhere ATen's
-    generic kernels and MKL's SSE4.2 path; and 2 threads (``REVLIB_THREADS``), which
-    splits reductions differently from the default 1. One level down is a real other machine
-    for either kind (most x86 machines are AVX2 or AVX-512) and costs less than the generic
-    path: on AVX-512, MKL's SSE4.2 GEMM is about 4.7 times slower than native, its AVX2 GEMM 1.7.
+    amplifies the last-digit differences of other CPU kernels (vector width, MKL's
+    blocking of large reductions), so the tests re-run every notebook one kernel level
+    below this CPU's: on an AVX-512 machine ATen's AVX2 kernels and MKL's AVX2 path,
+    elsewhere ATen's generic kernels and MKL's SSE4.2 path; and 2 threads
+    (``REVLIB_THREADS``), which splits reductions differently from the default 1. One
+    level down is a real other machine for either kind (most x86 machines are AVX2 or
+    AVX-512) and costs less than the generic path: on AVX-512, MKL's SSE4.2 GEMM is
+    about 4.7 times slower than native, its AVX2 GEMM 1.7.
     """
     aten, mkl = _LOWER.get(torch.backends.cpu.get_cpu_capability(), _LOWEST)
     return {
@@ -119,7 +122,8 @@ def generator(seed: int) -> torch.Generator:
 
 
 def environment_report() -> dict[str, str]:
-    """Versions and settings that the stored outputs depend on (for the provenance page)."""
+    """Versions and settings that the stored outputs depend on (for the provenance
+    page)."""
     import matplotlib
     import seaborn
 

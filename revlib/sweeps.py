@@ -2,10 +2,10 @@
 
 :func:`experiment` finds ``revlib.experiments.<name>`` (a dataclass ``Config`` and
 ``run(config)``); :func:`record` runs one config and returns its record
-(:mod:`revlib.records`, the one stored format). :func:`plan` and :func:`run_sweep` run a grid
-of configs times seeds, one record file per run, skipping those already there; a folder of
-records is read by :func:`revlib.records.load`, which needs no Dask. The command line
-(``python -m revlib run|sweep``) is :mod:`revlib.cli`.
+(:mod:`revlib.records`, the one stored format). :func:`plan` and :func:`run_sweep` run a
+grid of configs times seeds, one record file per run, skipping those already there; a
+folder of records is read by :func:`revlib.records.load`, which needs no Dask. The
+command line (``python -m revlib run|sweep``) is :mod:`revlib.cli`.
 """
 
 from __future__ import annotations
@@ -33,17 +33,19 @@ from revlib import _validate, records
 _PACKAGE = "revlib.experiments"
 
 
-# --------------------------------------------------------------------------- experiments
+# ------------------------------------------------------------------------- experiments
 
 
 def available() -> list[str]:
-    """Names of the modules in :mod:`revlib.experiments` that define ``Config`` and ``run``."""
+    """Names of the modules in :mod:`revlib.experiments` that define ``Config`` and
+    ``run``."""
     import revlib.experiments as pkg
 
     names = []
     for info in pkgutil.iter_modules(pkg.__path__):
         src = Path(pkg.__path__[0], f"{info.name}.py")
-        # Read, not import: importing every chapter costs seconds and this runs on errors.
+        # Read, not import: importing every chapter costs seconds and this runs on
+        # errors.
         text = src.read_text() if src.exists() else ""
         if re.search(r"^class Config\b", text, re.M) and re.search(
             r"^def run\(", text, re.M
@@ -53,8 +55,9 @@ def available() -> list[str]:
 
 
 def experiment(name: str) -> types.ModuleType:
-    """The module of experiment ``name``: ``revlib.experiments.<name>``, or any importable
-    dotted module path (``mypkg.myexp``) that has a dataclass ``Config`` and ``run(config)``."""
+    """The module of experiment ``name``: ``revlib.experiments.<name>``, or any
+    importable dotted module path (``mypkg.myexp``) that has a dataclass ``Config`` and
+    ``run(config)``."""
     if not isinstance(name, str) or not re.fullmatch(
         r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name
     ):
@@ -91,8 +94,9 @@ def config_fields(name: str) -> dict[str, object]:
 
 
 def make_config(name: str, fields: Mapping[str, object]):
-    """``Config(**fields)`` of experiment ``name``; ``ValueError`` naming an unknown field or
-    repeating the Config's own message, prefixed with the experiment and the fields."""
+    """``Config(**fields)`` of experiment ``name``; ``ValueError`` naming an unknown
+    field or repeating the Config's own message, prefixed with the experiment and the
+    fields."""
     known = config_fields(name)
     for key in fields:
         if key not in known:
@@ -119,14 +123,15 @@ def record(
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 1000,
 ) -> dict:
-    """Run experiment ``name`` with ``Config(**fields)`` on ``device`` and return its record
-    (:mod:`revlib.records`). Seeds, threads and deterministic algorithms are fixed first by
-    :func:`revlib.repro.setup` with the config's ``seed``, as a notebook does.
+    """Run experiment ``name`` with ``Config(**fields)`` on ``device`` and return its
+    record (:mod:`revlib.records`). Seeds, threads and deterministic algorithms are
+    fixed first by :func:`revlib.repro.setup` with the config's ``seed``, as a notebook
+    does.
 
     ``checkpoint``: a file prefix; every training loop of the run saves there every
-    ``checkpoint_every`` steps (:func:`revlib.train.checkpointing`) and a killed run called
-    again resumes where it stopped, bit for bit. Its ``cpu_seconds`` then count every
-    stretch of the run, and the record names the machine (``machine``)."""
+    ``checkpoint_every`` steps (:func:`revlib.train.checkpointing`) and a killed run
+    called again resumes where it stopped, bit for bit. Its ``cpu_seconds`` then count
+    every stretch of the run, and the record names the machine (``machine``)."""
     from revlib import devices, repro, train
 
     mod, config = experiment(name), make_config(name, fields)
@@ -144,7 +149,8 @@ def record(
         result = mod.run(config)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     if ck is not None and ck.calls:
-        # the training loops' CPU time, resumed stretches included, plus what ran around them
+        # the training loops' CPU time, resumed stretches included, plus what ran around
+        # them
         cpu_seconds = max(cpu_seconds, ck.cpu_seconds)
         more["machine"] = repro.provenance()
     # an experiment may add provenance of its own (the pretrained LM: model, versions)
@@ -166,8 +172,8 @@ def record(
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One run of a sweep: the grid ``point`` (grid fields only), its ``seed``, every Config
-    field set (``fields``) and the record's ``file`` name."""
+    """One run of a sweep: the grid ``point`` (grid fields only), its ``seed``, every
+    Config field set (``fields``) and the record's ``file`` name."""
 
     point: dict
     seed: int
@@ -178,8 +184,9 @@ class Task:
 def plan(
     name: str, grid: Mapping[str, Sequence], fixed: Mapping[str, object], n_seeds: int
 ) -> list[Task]:
-    """Every grid point (Cartesian product, in ``grid`` order) times seeds ``0 .. n_seeds-1``,
-    each Config built once here, so a bad value fails before anything runs."""
+    """Every grid point (Cartesian product, in ``grid`` order) times seeds
+    ``0 .. n_seeds-1``, each Config built once here, so a bad value fails before
+    anything runs."""
     from revlib import _validate
 
     _validate.integer("n_seeds", n_seeds, 1, 10**6)
@@ -200,11 +207,12 @@ def plan(
         raise ValueError(f"field {sorted(both)[0]!r} is both in --grid and --set")
     if "seed" not in known:
         raise ValueError(f"experiment {name!r} has no seed field to sweep seeds over")
-    # One run per (point, seed), with seed=i and n_seeds=1: the data and initial weights of a
-    # seed depend on that seed alone (revlib.data, revlib.models), so this is seed i of a
-    # batched n_seeds=N run (up to float rounding in batched kernels), and bit for bit what
-    # `revlib run --set seed=i --set n_seeds=1` writes. One file per seed also means a cut-off
-    # sweep loses only the runs in flight, and adding seeds later reruns nothing.
+    # One run per (point, seed), with seed=i and n_seeds=1: the data and initial weights
+    # of a seed depend on that seed alone (revlib.data, revlib.models), so this is seed
+    # i of a batched n_seeds=N run (up to float rounding in batched kernels), and bit
+    # for bit what `revlib run --set seed=i --set n_seeds=1` writes. One file per seed
+    # also means a cut-off sweep loses only the runs in flight, and adding seeds later
+    # reruns nothing.
     per_seed = {"n_seeds": 1} if "n_seeds" in known else {}
     tasks = []
     for values in itertools.product(*grid.values()):
@@ -224,9 +232,10 @@ def plan(
 
 
 def _file_name(name: str, point: Mapping, fixed: Mapping, seed: int) -> str:
-    """``<experiment>__<field>=<value>__...__seed=<i>__<hash>.json``. The readable part may
-    clash after slugging or truncation; the hash of everything set (not of the defaults, so
-    that a field added to the Config later does not orphan a sweep) keeps names apart."""
+    """``<experiment>__<field>=<value>__...__seed=<i>__<hash>.json``. The readable part
+    may clash after slugging or truncation; the hash of everything set (not of the
+    defaults, so that a field added to the Config later does not orphan a sweep) keeps
+    names apart."""
 
     def slug(v):
         return (
@@ -264,13 +273,15 @@ def run_sweep(
     """Run the ``tasks`` whose file is not in ``out`` yet, on a ``LocalCluster`` of
     ``workers`` single-threaded processes or on the Dask scheduler at ``scheduler``.
 
-    Each run checkpoints every ``checkpoint_every`` steps under ``out/.checkpoints/`` (on
-    the workers' machines), so a sweep cut off and started again resumes its half-finished
-    runs where they stopped; a run's checkpoints are deleted once its record is written.
+    Each run checkpoints every ``checkpoint_every`` steps under ``out/.checkpoints/``
+    (on the workers' machines), so a sweep cut off and started again resumes its
+    half-finished runs where they stopped; a run's checkpoints are deleted once its
+    record is written.
 
     Records are written by this process as the runs finish (so workers need no shared
-    filesystem), each atomically. Returns one line per failed run (no file is written for it).
-    Raises ``ValueError`` before running anything if the scheduler cannot be reached.
+    filesystem), each atomically. Returns one line per failed run (no file is written
+    for it). Raises ``ValueError`` before running anything if the scheduler cannot be
+    reached.
     """
     from revlib import _validate, devices
 

@@ -3,8 +3,8 @@
 Several seeds train as one batched model: every parameter carries a leading seed axis
 ``[S, ...]``, the loss function returns one loss per seed ``[S]``, and the loop
 back-propagates their sum. Parameters of different seeds never interact, so each seed
-receives exactly the gradient it would get alone, and the optimisers used here (SGD, Adam,
-AdamW) act element-wise, so each seed follows exactly its own trajectory.
+receives exactly the gradient it would get alone, and the optimisers used here (SGD,
+Adam, AdamW) act element-wise, so each seed follows exactly its own trajectory.
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ OPTIMIZERS = ("gd", "sgd", "adam", "adamw")
 class TrainConfig:
     """How to optimise.
 
-    ``optimizer``: ``"gd"`` (full batch, the theorems' setting; with a small ``lr`` it is the
-    Euler discretisation of gradient flow), ``"sgd"`` (minibatches of ``batch_size`` drawn
-    without replacement within each epoch), ``"adam"`` or ``"adamw"`` (minibatches too).
-    ``eval_points`` evaluations are spaced ``"linear"``-ly or ``"log"``-arithmically in steps.
-    ``warmup_steps``: the learning rate rises linearly to ``lr`` over these first steps, then
-    stays constant (0: constant from the start), as in the binding paper's recipe.
+    ``optimizer``: ``"gd"`` (full batch, the theorems' setting; with a small ``lr`` it
+    is the Euler discretisation of gradient flow), ``"sgd"`` (minibatches of
+    ``batch_size`` drawn without replacement within each epoch), ``"adam"`` or
+    ``"adamw"`` (minibatches too). ``eval_points`` evaluations are spaced
+    ``"linear"``-ly or ``"log"``-arithmically in steps. ``warmup_steps``: the learning
+    rate rises linearly to ``lr`` over these first steps, then stays constant (0:
+    constant from the start), as in the binding paper's recipe.
     """
 
     steps: int
@@ -73,8 +74,9 @@ class TrainConfig:
         _validate.integer("warmup_steps", self.warmup_steps, 0, self.steps)
 
     def lr_at(self, step: int) -> float:
-        """The learning rate of step ``step`` (0-based): ``lr`` after a linear warm-up over
-        the first ``warmup_steps`` steps (``lr * (step + 1) / warmup_steps``), then constant."""
+        """The learning rate of step ``step`` (0-based): ``lr`` after a linear warm-up
+        over the first ``warmup_steps`` steps (``lr * (step + 1) / warmup_steps``), then
+        constant."""
         if step >= self.warmup_steps:
             return self.lr
         return self.lr * (step + 1) / self.warmup_steps
@@ -92,7 +94,8 @@ class TrainConfig:
 
 @dataclass
 class History:
-    """Evaluations over training: ``values[name]`` is ``[E, S]`` at ``steps`` ``[E]``."""
+    """Evaluations over training: ``values[name]`` is ``[E, S]`` at ``steps``
+    ``[E]``."""
 
     steps: np.ndarray
     lr: float
@@ -127,11 +130,12 @@ def _optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
 
 
 class _Batches:
-    """Endless stream of per-seed minibatch indices ``[S, B]``, without replacement per epoch.
+    """Endless stream of per-seed minibatch indices ``[S, B]``, without replacement per
+    epoch.
 
     Each seed draws its order from its own generator, so a seed's run does not depend on
-    which other seeds share the batch (one permutation per seed and epoch, not per step).
-    Its whole position (generators, this epoch's permutation, the place in it) is
+    which other seeds share the batch (one permutation per seed and epoch, not per
+    step). Its whole position (generators, this epoch's permutation, the place in it) is
     :meth:`state`, so a checkpointed run resumes on the very next minibatch.
     """
 
@@ -202,10 +206,11 @@ _ACTIVE: list[_Checkpointing] = []
 @contextlib.contextmanager
 def checkpointing(prefix: str | os.PathLike, every: int = 1000, progress: bool = True):
     """Checkpoint every :func:`train` call inside the block that names no file itself:
-    the ``k``-th call saves to ``<prefix>.<k>.pt`` (an experiment's calls come in a fixed
-    order, so a re-run finds its own files). With ``progress`` each save prints steps/s and
-    the time left to stderr. Yields the state, whose ``cpu_seconds`` is the CPU time the
-    calls have cost so far, resumed stretches included (each checkpoint carries it)."""
+    the ``k``-th call saves to ``<prefix>.<k>.pt`` (an experiment's calls come in a
+    fixed order, so a re-run finds its own files). With ``progress`` each save prints
+    steps/s and the time left to stderr. Yields the state, whose ``cpu_seconds`` is the
+    CPU time the calls have cost so far, resumed stretches included (each checkpoint
+    carries it)."""
     _validate.integer("every", every, 1, None)
     state = _Checkpointing(Path(prefix), every, progress)
     _ACTIVE.append(state)
@@ -228,19 +233,20 @@ def train(
 ) -> History:
     """Optimise ``params`` for ``cfg.steps`` steps and record ``evaluate()`` on the way.
 
-    ``loss_fn(idx)`` returns the per-seed training loss ``[S]``; ``idx`` is ``None`` for a
-    full batch, else the per-seed example indices ``[S, batch_size]``, on the device of
-    ``params`` (drawn on the CPU, so a seed sees the same minibatches on every device).
-    ``evaluate()`` runs once per evaluation point, under ``torch.no_grad()``, and
-    returns every metric at once, ``{name: Tensor[S]}``, the same names each time
+    ``loss_fn(idx)`` returns the per-seed training loss ``[S]``; ``idx`` is ``None`` for
+    a full batch, else the per-seed example indices ``[S, batch_size]``, on the device
+    of ``params`` (drawn on the CPU, so a seed sees the same minibatches on every
+    device). ``evaluate()`` runs once per evaluation point, under ``torch.no_grad()``,
+    and returns every metric at once, ``{name: Tensor[S]}``, the same names each time
     (their order is that of ``History.values``); ``None``: nothing is recorded.
 
-    ``checkpoint``: a file. Every ``checkpoint_every`` steps the run saves there, atomically,
-    the parameters, the optimiser's state, the minibatch order (generators, permutation,
-    position), torch's global random state and the evaluations so far; a call that finds the
-    file resumes from it, and the result is bit for bit the uninterrupted run's (same
-    machine and kernels). The file is kept at the end (the finished run's last state). A
-    checkpoint of another configuration, size or seed list is a ``ValueError``.
+    ``checkpoint``: a file. Every ``checkpoint_every`` steps the run saves there,
+    atomically, the parameters, the optimiser's state, the minibatch order (generators,
+    permutation, position), torch's global random state and the evaluations so far; a
+    call that finds the file resumes from it, and the result is bit for bit the
+    uninterrupted run's (same machine and kernels). The file is kept at the end (the
+    finished run's last state). A checkpoint of another configuration, size or seed list
+    is a ``ValueError``.
     """
     if isinstance(params, torch.nn.Module):
         params = [p for p in params.parameters() if p.requires_grad]
@@ -252,7 +258,8 @@ def train(
     batch_seeds = list(range(n_seeds)) if batch_seeds is None else list(batch_seeds)
     if len(batch_seeds) != n_seeds:
         raise ValueError(
-            f"batch_seeds must have one entry per seed ({n_seeds}), got {len(batch_seeds)}"
+            f"batch_seeds must have one entry per seed ({n_seeds}), "
+            f"got {len(batch_seeds)}"
         )
     batches = (
         None

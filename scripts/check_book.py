@@ -1,26 +1,27 @@
-"""Open every page of the built book in headless Chromium, as a reader at 1280 px would, with
-the network cut, and report what a reader would find broken.
+"""Open every page of the built book in headless Chromium, as a reader at 1280 px would,
+with the network cut, and report what a reader would find broken.
 
-Used by ``scripts/check-book`` (which builds the HTML first); see its header. For each page
-of ``_toc.yml`` this fails on:
+Used by ``scripts/check-book`` (which builds the HTML first); see its header. For each
+page of ``_toc.yml`` this fails on:
 
 - the page missing from the build;
-- a code cell (its source or its printed output) wider than its column: a line the reader
-  would have to scroll sideways to read;
+- a code cell (its source or its printed output) wider than its column: a line the
+  reader would have to scroll sideways to read;
 - a display equation wider than its column, or math that MathJax did not render;
 - a table wider than the text column (a wide table must scroll inside its own box);
-- anything else running past the column (an image, a figure, a cell, a paragraph) outside a
-  scroll box, and the page itself scrolling sideways;
+- anything else running past the column (an image, a figure, a cell, a paragraph)
+  outside a scroll box, and the page itself scrolling sideways;
 - an image that does not load;
-- any request that leaves the machine (every http/https/ws request is blocked and reported:
-  the book must render from its own files);
+- any request that leaves the machine (every http/https/ws request is blocked and
+  reported: the book must render from its own files);
 - a row of "Claims at a glance" whose number differs from what its linked cell prints;
-- a numbered figure without its files (PDF, SVG, PNG, shipped with the build), the command
-  that regenerates it and its citation (``_ext/figures.py``).
+- a numbered figure without its files (PDF, SVG, PNG, shipped with the build), the
+  command that regenerates it and its citation (``_ext/figures.py``).
 
 It writes what a reader sees first on each page (the first 1280 x 900 px) to
 ``<screenshots>/<page>.png`` and every finding to ``<screenshots>/report.json``.
-Chromium is driven over the DevTools protocol (websocket-client); no driver binary needed.
+Chromium is driven over the DevTools protocol (websocket-client); no driver binary
+needed.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ CHECKS_JS = r"""
   }
   return JSON.stringify({findings: out, figures: figs});
 })()
-"""
+"""  # noqa: E501 (JavaScript, not Python)
 
 WAIT_JS = r"""
 (async () => {
@@ -165,7 +166,7 @@ WAIT_JS = r"""
   if (document.fonts) await Promise.race([document.fonts.ready, sleep(3000)]);
   return true;
 })()
-"""
+"""  # noqa: E501 (JavaScript, not Python)
 
 
 class CDP:
@@ -277,8 +278,8 @@ def toc_pages() -> list[str]:
 
 
 def scorecard_disagreements(html: Path) -> list[str]:
-    """Rows of "Claims at a glance" whose number is not what their linked cell prints: the
-    page and the cells must come from the same run of each notebook."""
+    """Rows of "Claims at a glance" whose number is not what their linked cell prints:
+    the page and the cells must come from the same run of each notebook."""
     from bs4 import BeautifulSoup
 
     page = html / "book" / "claims.html"

@@ -1,18 +1,21 @@
-"""Run every notebook in each of its controls and report which claims its controls break.
+"""Run every notebook in each of its controls and report which claims its controls
+break.
 
-Used by ``scripts/check-claims``. A notebook's controls, size knobs and quick sizes are read
-from the ledger stored in its executed ``.ipynb`` (:mod:`revlib.claims`). Each run executes
-a copy of the notebook with ``CONTROL`` (and, with ``--scale``/``--quick``/``--seed``, other
-parameters) injected the papermill way, in record mode (``REVLIB_CLAIMS=record``: nothing
-raises), and reads the ledger the run writes. Prints one table:
+Used by ``scripts/check-claims``. A notebook's controls, size knobs and quick sizes are
+read from the ledger stored in its executed ``.ipynb`` (:mod:`revlib.claims`). Each run
+executes a copy of the notebook with ``CONTROL`` (and, with
+``--scale``/``--quick``/``--seed``, other parameters) injected the papermill way, in
+record mode (``REVLIB_CLAIMS=record``: nothing raises), and reads the ledger the run
+writes. Prints one table:
 
     notebook | claim | default run | under <control> ...
 
-and exits 1 where a claim did not fail under a control it names, or (at scale 1) did not hold
-on the default run, or a run wrote no ledger, or a ``paper`` claim names no ``science``
-control (only plumbing, a swapped file or no training, would break it). With ``--scale K`` it reports which claims held,
-which were untested because their precondition did not hold (not fitted at this budget), and
-which failed, and exits 1 only where a run broke (no ledger).
+and exits 1 where a claim did not fail under a control it names, or (at scale 1) did not
+hold on the default run, or a run wrote no ledger, or a ``paper`` claim names no
+``science`` control (only plumbing, a swapped file or no training, would break it). With
+``--scale K`` it reports which claims held, which were untested because their
+precondition did not hold (not fitted at this budget), and which failed, and exits 1
+only where a run broke (no ledger).
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ from revlib import claims  # noqa: E402
 
 
 # Paper claims that only plumbing breaks so far (a stored file swapped, step 0, no
-# training): each still needs a science control (the answer given, the mechanism removed,
-# a stored leak run). Listed so that the debt is visible and cannot grow: check-claims and
-# tests/test_claims.py fail on a paper claim without a science control that is not here,
-# and on an entry here that has one. Remove an entry when its control lands.
+# training): each still needs a science control (the answer given, the mechanism
+# removed, a stored leak run). Listed so that the debt is visible and cannot grow:
+# check-claims and tests/test_claims.py fail on a paper claim without a science control
+# that is not here, and on an entry here that has one. Remove an entry when its control
+# lands.
 WITHOUT_SCIENCE_CONTROL = {
     "reversal/bilinear": {"trained-diagonals"},
     "reversal/one_layer": {"trained-diagonals"},
@@ -177,7 +181,8 @@ def main() -> int:
         jobs += [_job(p, stored, c, args, out) for c in runs]
     for p in skipped:
         print(
-            f"{p.relative_to(ROOT)}: no ledger stored (no claims stated through revlib.claims)"
+            f"{p.relative_to(ROOT)}: no ledger stored "
+            "(no claims stated through revlib.claims)"
         )
     start = time.time()
     results: list[dict] = []
@@ -185,7 +190,8 @@ def main() -> int:
         for res in pool.map(_run, jobs):
             note = "" if res["ledger"] else "  NO LEDGER (the run broke)"
             print(
-                f"{res['notebook']:42s} {res['control']:24s} {res['seconds']:6.1f} s{note}",
+                f"{res['notebook']:42s} {res['control']:24s} "
+                f"{res['seconds']:6.1f} s{note}",
                 flush=True,
             )
             results.append(res)
@@ -264,8 +270,9 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
                         claims.FULL_SIZE_ONLY, []
                     )
                     if quick and not ok and full_only:
-                        # declared: at quick size the default run does not show the effect,
-                        # so its controls prove nothing here; checked at full size by hand
+                        # declared: at quick size the default run does not show the
+                        # effect, so its controls prove nothing here; checked at full
+                        # size by hand
                         text = (
                             f"{rec['outcome']} at quick size (declared: full size only)"
                         )

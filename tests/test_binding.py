@@ -1,4 +1,5 @@
-"""Unit tests of Part II: the binding data, the entanglement formula, config validation."""
+"""Unit tests of Part II: the binding data, the entanglement formula, config
+validation."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def test_step_check_exact_cases():
         assert res.rel_error[k].max() < 1e-9, k
     for k in entanglement.INEXACT:
         assert res.rel_error[k].min() > 1e-2, k
-    # the measured drag of a by a step on b alone is the formula's |alpha^T beta| / |beta|^2
+    # the measured drag of a by a step on b alone is the formula's
+    # |alpha^T beta| / |beta|^2
     np.testing.assert_allclose(res.drag, res.drag_predicted, rtol=1e-9)
     assert res.drag.min() > 0.1
 

@@ -1,6 +1,6 @@
-"""Part IV (prompt caching): the E5 converter, the data generator, the theory, the metrics
-and the experiment's config. The real models are used only where their wheels are
-installed; everything else runs on hand-made cases and a tiny random BERT."""
+"""Part IV (prompt caching): the E5 converter, the data generator, the theory, the
+metrics and the experiment's config. The real models are used only where their wheels
+are installed; everything else runs on hand-made cases and a tiny random BERT."""
 
 from __future__ import annotations
 
@@ -373,8 +373,8 @@ def test_hard_subset_matches_cosines():
     cos = np.array([0.1, 0.51, 0.91, 0.53, 0.93, 0.2, 0.7, 0.52])
     labels = np.array([1, 1, 1, 0, 0, 0, 0, 0])
     keep = dc.hard_subset(cos, labels, max_gap=0.05)
-    # bins of 0.05: [0.50, 0.55) holds 1 positive and 2 negatives, [0.90, 0.95) one each;
-    # the others hold one class only; the lowest-index negative is kept
+    # bins of 0.05: [0.50, 0.55) holds 1 positive and 2 negatives, [0.90, 0.95) one
+    # each; the others hold one class only; the lowest-index negative is kept
     assert keep.tolist() == [1, 2, 3, 4]
 
 
@@ -396,7 +396,8 @@ def test_cache_simulation_by_hand():
     sim = np.array([[1.0, 0.9, 0.95], [0.9, 1.0, 0.8], [0.95, 0.8, 1.0]])
     req = np.array([0, 1, 2, 0])  # the second 0 is an exact repeat: left out
     hit, err = pc.simulate_cache(sim, keys, req, np.array([0.85, 0.92, 1.0]))
-    # tau 0.85: 1 hits 0 (right), 2 hits 0 (wrong); tau 0.92: 2 hits 0 (wrong); tau 1: none
+    # tau 0.85: 1 hits 0 (right), 2 hits 0 (wrong); tau 0.92: 2 hits 0 (wrong);
+    # tau 1: none
     np.testing.assert_allclose(hit, [2 / 3, 1 / 3, 0.0])
     np.testing.assert_allclose(err, [1 / 3, 1 / 3, 0.0])
     assert pc.best_hit_rate(keys, req) == pytest.approx(1 / 3)

@@ -40,7 +40,8 @@ def test_related_task_layout():
 
 
 def test_one_gd_step_on_chains_lowers_heldout_Y_AC_by_the_formula():
-    """grad of Y[A_i, C_i] for a held-out triple = p(C_i | A_i ->) / N > 0 (hand-derived)."""
+    """grad of Y[A_i, C_i] for a held-out triple = p(C_i | A_i ->) / N > 0
+    (hand-derived)."""
     task = chains.chain_task(vocab_size=20, n=5, n_heldout=2, seeds=[3])
     model = Reparam(1, 20)
     seq = task.train

@@ -1,5 +1,6 @@
-"""``python -m revlib figure <label>``: the label lookup, the cut after the figure's cell, the
-error on an unknown label, and one regeneration of a tiny notebook in a real kernel."""
+"""``python -m revlib figure <label>``: the label lookup, the cut after the figure's
+cell, the error on an unknown label, and one regeneration of a tiny notebook in a real
+kernel."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def _tiny_book(tmp_path: Path) -> Path:
             "N = int(open('data/x.txt').read())", metadata={"tags": ["parameters"]}
         ),
         nbformat.v4.new_code_cell(
-            "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "import matplotlib\nmatplotlib.use('Agg')\n"
+            "import matplotlib.pyplot as plt\n"
             "from revlib import plot\nfig, ax = plt.subplots()\nax.plot(range(N))\n"
             'plot.savefig(fig, "fig-demo-line")',
             metadata=fig_meta,

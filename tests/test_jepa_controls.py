@@ -1,5 +1,5 @@
-"""The JEPA chapter's control option: ``Config.shuffle_atomic`` permutes the answers of the
-atomic facts (heads, relations and the multiset of answers kept), off by default."""
+"""The JEPA chapter's control option: ``Config.shuffle_atomic`` permutes the answers of
+the atomic facts (heads, relations and the multiset of answers kept), off by default."""
 
 from __future__ import annotations
 

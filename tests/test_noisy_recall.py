@@ -75,7 +75,8 @@ def test_init_gradients_match_autograd():
     g_f, g_v = theory.init_gradients(data)
     torch.testing.assert_close(-w_f.grad[:, nr.TRIGGER], g_f[0])
     torch.testing.assert_close(-w_v.grad, g_v[0])
-    # the copy signal identity: mean diagonal minus mean off-diagonal = (E h(y) - 1/V)/(V-1)
+    # the copy signal identity: mean diagonal minus mean off-diagonal =
+    # (E h(y) - 1/V)/(V-1)
     hy = h.gather(-1, data.y[0][..., None])[..., 0][m].mean().item()
     assert theory.copy_signal(g_v)[0].item() == pytest.approx(
         float(theory.attention_signal_exact(hy)), rel=1e-9

@@ -1,7 +1,8 @@
-"""Numbers in the chapters' prose come from the notebooks (issue 18): every decimal number in a
-chapter page is glued (``{glue:text}``), or a paper's number marked as such (``{paper}``), or a
-configuration value that appears as a literal in the code of the chapter's notebook(s) or of
-their experiment modules. Math, code and other roles are not prose and are not checked."""
+"""Numbers in the chapters' prose come from the notebooks (issue 18): every decimal
+number in a chapter page is glued (``{glue:text}``), or a paper's number marked as such
+(``{paper}``), or a configuration value that appears as a literal in the code of the
+chapter's notebook(s) or of their experiment modules. Math, code and other roles are not
+prose and are not checked."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ REFERENCE_WORDS = re.compile(
 
 
 def _strip(text: str) -> str:
-    """The page's prose: code, math, roles, directive options, links and comments removed."""
+    """The page's prose: code, math, roles, directive options, links and comments
+    removed."""
     text = re.sub(r"^---\n.*?\n---\n", "", text, flags=re.S)  # front matter
     text = re.sub(r"(`{3,}|~{3,}).*?\1", " ", text, flags=re.S)  # fenced blocks
     text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)  # display math
@@ -43,7 +45,8 @@ def _strip(text: str) -> str:
 
 
 def _literals(path: Path) -> set[str]:
-    """Every number literal in a Python file, in a few spellings (0.1, .1, 1e-3 as 0.001)."""
+    """Every number literal in a Python file, in a few spellings (0.1, .1, 1e-3 as
+    0.001)."""
     out: set[str] = set()
     try:
         tree = ast.parse(path.read_text())
@@ -112,7 +115,8 @@ def untraced_numbers(page: Path) -> list[str]:
 
 def test_the_stripper_keeps_prose_only():
     text = (
-        "A $0.5$ and `0.7` and {glue:text}`x::y:s` and {paper}`0.81` and\n```\n0.9\n```\n"
+        "A $0.5$ and `0.7` and {glue:text}`x::y:s` and {paper}`0.81` and\n"
+        "```\n0.9\n```\n"
         "$$\n1.5\n$$\nbut 0.43 stays; Section 4.2 too."
     )
     prose = _strip(text)

@@ -61,7 +61,8 @@ def test_analytic_gradient_matches_autograd():
 
 
 def test_gd_on_value_matrix_is_gd_on_Y_for_orthonormal_embeddings():
-    """Y = U W_V^T U^T is linear in W_V and U U^T = I, so the two trajectories coincide."""
+    """Y = U W_V^T U^T is linear in W_V and U U^T = I, so the two trajectories
+    coincide."""
     task = reversal.reversal_task(M=10, n=3, n_heldout=1, seeds=[2])
     ctx, q, t = task.train_ctx, task.train_query, task.train_target
     tf, rp = OneLayer(1, 10, 13, "orthonormal", seed=5), Reparam(1, 10)
@@ -167,8 +168,9 @@ def test_typed_task_and_t3_run_keep_heldout_weights_at_zero():
 
 
 def test_controls_give_the_answer_or_remove_the_training():
-    """reverse_in_training: the held-out rows are inputs now, so they move and the held-out
-    sentences are learnt; no_training: every model keeps its start (uniform predictions)."""
+    """reverse_in_training: the held-out rows are inputs now, so they move and the
+    held-out sentences are learnt; no_training: every model keeps its start (uniform
+    predictions)."""
     kw = dict(
         M=30,
         n=8,

@@ -1,4 +1,5 @@
-"""Book-level checks: configuration, notebook pairing and conventions, citations, launch links."""
+"""Book-level checks: configuration, notebook pairing and conventions, citations, launch
+links."""
 
 from __future__ import annotations
 
@@ -136,7 +137,8 @@ def test_notebook_records_the_machine_that_made_its_outputs(src):
 @pytest.mark.parametrize("src", NOTEBOOK_SOURCES, ids=lambda p: p.stem)
 def test_notebook_conventions(src):
     nb = jupytext.read(src)
-    # the Colab set-up cell (scripts/colab-cell: removed from the HTML) comes before the rest
+    # the Colab set-up cell (scripts/colab-cell: removed from the HTML) comes before the
+    # rest
     code = [
         c
         for c in nb.cells
@@ -166,7 +168,8 @@ def test_notebook_conventions(src):
 
 
 def test_launch_targets_exist():
-    """Binder and Colab open notebooks/<...>.ipynb at the repository root (path_to_book '')."""
+    """Binder and Colab open notebooks/<...>.ipynb at the repository root
+    (path_to_book '')."""
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert cfg["repository"]["path_to_book"] == ""
     for entry in _toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())):

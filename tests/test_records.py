@@ -25,9 +25,15 @@ DATA = ROOT / "data"
 BEFORE = "67431830f688c388eecb425292132644de10c91c"
 # sha256 of the original's canonical JSON (sorted keys, no spaces)
 DIGEST = {
-    "binding_jepa_sweep.json": "73de442b61a3c82ddbab06ce9d9ea338e0aaa7bc914ff810e655c055eb604eec",
-    "allocation_sweep.json": "99ba3e4b8bd886d5c795d778da396d8885a58074a1ddd56e141c423d6a225f93",
-    "lm_laser_sweep.json": "5d083851f7df66da50db5532c8a267add1467de77a6df1a0fb73991219f8ecd5",
+    "binding_jepa_sweep.json": (
+        "73de442b61a3c82ddbab06ce9d9ea338e0aaa7bc914ff810e655c055eb604eec"
+    ),
+    "allocation_sweep.json": (
+        "99ba3e4b8bd886d5c795d778da396d8885a58074a1ddd56e141c423d6a225f93"
+    ),
+    "lm_laser_sweep.json": (
+        "5d083851f7df66da50db5532c8a267add1467de77a6df1a0fb73991219f8ecd5"
+    ),
 }
 
 

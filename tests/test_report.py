@@ -164,7 +164,8 @@ def test_chance_mrr_and_diagonal_ranks():
     with pytest.raises(ValueError, match="n_candidates"):
         probes.chance_mrr(0)
     block = [[3.0, 1.0, 0.0], [2.0, 1.0, 0.0], [1.0, 1.0, 1.0]]
-    # row 0: own entry largest; row 1: second; row 2: tied with two others, ties count against it
+    # row 0: own entry largest; row 1: second; row 2: tied with two others, ties count
+    # against it
     assert list(probes.diagonal_reciprocal_rank(block, [0, 1, 2])) == [1.0, 0.5, 1 / 3]
 
 

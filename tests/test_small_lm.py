@@ -31,7 +31,8 @@ def test_ioi_answer_positions_follow_the_template():
     io, s = c.io[0][m], c.s[0][m]
     assert torch.all(io != s) and torch.all(io >= 0)
     assert torch.all((y[m] == io) | (y[m] == sc.THE))
-    # the words before the answer: "..., S gave a OBJ to"; IO and S both appear in the clause
+    # the words before the answer: "..., S gave a OBJ to"; IO and S both appear in the
+    # clause
     rows, cols = torch.nonzero(m, as_tuple=True)
     ok = cols >= 13
     assert torch.all(x[rows[ok], cols[ok] - 4] == s[ok])

@@ -1,8 +1,8 @@
 """The command line (`python -m revlib run|sweep`), sweep records, resumption, devices.
 
-Runs are tiny bilinear models (a few milliseconds each). Most sweeps use one in-process Dask
-worker thread (no torch import per worker); one test starts the real local cluster of worker
-processes.
+Runs are tiny bilinear models (a few milliseconds each). Most sweeps use one in-process
+Dask worker thread (no torch import per worker); one test starts the real local cluster
+of worker processes.
 """
 
 from __future__ import annotations
@@ -230,7 +230,8 @@ def test_sweep_runs_the_grid_resumes_and_loads(tmp_path, scheduler, capsys):
         r["seeds"] == [0] and r["config"]["n_seeds"] == 1 for r in first.values()
     )
 
-    # Pretend the records are old, so that a rewrite shows in the mtime whatever its resolution.
+    # Pretend the records are old, so that a rewrite shows in the mtime whatever its
+    # resolution.
     for f in files:
         os.utime(f, (1_000_000_000, 1_000_000_000))
     files[0].unlink()
@@ -254,7 +255,8 @@ def test_sweep_runs_the_grid_resumes_and_loads(tmp_path, scheduler, capsys):
     assert (df["version"] == revlib.__version__).all() and (df["m"] == 8).all()
     row = df[df["lr"] == 1.0].iloc[0]
     assert row["train_loss"] == first[files[1].name]["metrics"]["train_loss"][0]
-    # with curves: each row carries its seed's history, whose last point is the final metric
+    # with curves: each row carries its seed's history, whose last point is the final
+    # metric
     hist = first[files[1].name]["histories"]["history"]
     full = records.load(out, curves=True)
     assert "curve.train_loss" not in df.columns and full.shape[0] == 2
@@ -398,7 +400,8 @@ def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys):
 
 
 def test_device_mode_places_tensors_and_keeps_random_streams():
-    # "meta" stands in for a GPU: a second device that, like CUDA, refuses to mix with the CPU.
+    # "meta" stands in for a GPU: a second device that, like CUDA, refuses to mix with
+    # the CPU.
     g, ref = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     table = torch.from_numpy(
         np.arange(6.0)
@@ -444,7 +447,8 @@ def test_config_of_and_stored_at_rerun_a_stored_record(tmp_path):
     cfg = records.config_of(df.iloc[0], n_seeds=1, seed=int(df.iloc[0]["seed"]))
     assert cfg == sweeps.make_config("bilinear", {**fields, "seed": 0, "n_seeds": 1})
     step = int(df.iloc[0]["curve.steps"][1])
-    # a stored seed gets its own value and no spread; another seed the median and the range
+    # a stored seed gets its own value and no spread; another seed the median and the
+    # range
     value, spread = records.stored_at(df, "train_loss", step, seed=1)
     assert spread == 0 and value == df[df.seed == 1]["curve.train_loss"].iloc[0][1]
     both = np.array([c[1] for c in df["curve.train_loss"]])
@@ -456,7 +460,8 @@ def test_config_of_and_stored_at_rerun_a_stored_record(tmp_path):
         ValueError, match="step must be one of the stored evaluation steps"
     ):
         records.stored_at(df, "train_loss", step + 1, seed=1)
-    # a live re-run of seed 0's first `step` steps is what the record holds, to the last digit
+    # a live re-run of seed 0's first `step` steps is what the record holds, to the last
+    # digit
     live = bilinear.run(
         records.config_of(df.iloc[0], steps=step, eval_points=2, seed=0, n_seeds=1)
     )

@@ -153,8 +153,9 @@ def test_loss_of_wrong_shape_is_reported():
 
 
 def _mlp_run(path, kill_at=None, steps=53, every=10, warmup=0):
-    """A small two-seed MLP on random data (Adam, minibatches, dropout from torch's global
-    stream); ``kill_at`` raises inside the loss at that step, as a killed process stops."""
+    """A small two-seed MLP on random data (Adam, minibatches, dropout from torch's
+    global stream); ``kill_at`` raises inside the loss at that step, as a killed process
+    stops."""
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
     x, y = torch.randn(2, 40, 5, generator=gen), torch.randn(2, 40, generator=gen)

@@ -1,25 +1,28 @@
-"""Arithmetic facts of Wang & Sun (2025), Section 4 (``data_gen_arithmetic.ipynb``), scaled down.
+"""Arithmetic facts of Wang & Sun (2025), Section 4 (``data_gen_arithmetic.ipynb``),
+scaled down.
 
-Values are tokens ``<0> .. <P-1>`` with addition mod ``P``. **Core entities**: ``c`` per value,
-each with a stored **attribute fact** ``e <=> value`` (all trained). Two **small values**
-``a_1, a_2`` are the second arguments of every sum. **Core relational facts** ``e1 + e2 = e3``
-(``e2`` a core entity holding a small value, ``value(e3) = value(e1) + value(e2)``) teach
-addition; a fraction ``core_frac`` of them is trained.
+Values are tokens ``<0> .. <P-1>`` with addition mod ``P``. **Core entities**: ``c`` per
+value, each with a stored **attribute fact** ``e <=> value`` (all trained). Two **small
+values** ``a_1, a_2`` are the second arguments of every sum. **Core relational facts**
+``e1 + e2 = e3`` (``e2`` a core entity holding a small value,
+``value(e3) = value(e1) + value(e2)``) teach addition; a fraction ``core_frac`` of them
+is trained.
 
-**Problems** (the paper's tree, reduced to chains): chain ``i`` starts at a core entity ``x_0``
-and adds new variables ``x_1 .. x_K`` (never given a value). Step ``k`` is one relational fact
-with a small-value core entity ``c_k``: with probability 1/2 it is stored *forward*,
-``x_{k-1} + c_k = x_k`` (the unknown is the sum), otherwise *reversed*,
-``x_k + c_k = x_{k-1}`` (the unknown is an addend: its value needs the inverse of a stored
-fact, ``value(x_k) = value(x_{k-1}) - value(c_k)``). All chain facts are trained; the
-**probes** are the attribute facts ``x_k <=> value(x_k)``, never trained. ``k`` is the chain
-size (steps from a known value); a probe *needs a reverse step* if any of its ``k`` steps is
-reversed.
+**Problems** (the paper's tree, reduced to chains): chain ``i`` starts at a core entity
+``x_0`` and adds new variables ``x_1 .. x_K`` (never given a value). Step ``k`` is one
+relational fact with a small-value core entity ``c_k``: with probability 1/2 it is
+stored *forward*, ``x_{k-1} + c_k = x_k`` (the unknown is the sum), otherwise
+*reversed*, ``x_k + c_k = x_{k-1}`` (the unknown is an addend: its value needs the
+inverse of a stored fact, ``value(x_k) = value(x_{k-1}) - value(c_k)``). All chain facts
+are trained; the **probes** are the attribute facts ``x_k <=> value(x_k)``, never
+trained. ``k`` is the chain size (steps from a known value); a probe *needs a reverse
+step* if any of its ``k`` steps is reversed.
 
-A fact is ``(h, r, t)``: a relational fact ``e1 + e2 = e3`` is ``(e1, e2, e3)`` with the two
-inputs in random order (as ``form_rel_item``), an attribute fact is ``(e, <=>, value)``.
-Token ids: values ``[0, P)`` first (so value predictions can be ranked among ``P`` tokens),
-then entities (core, then chain variables), then ``<=>`` and ``<mask>``.
+A fact is ``(h, r, t)``: a relational fact ``e1 + e2 = e3`` is ``(e1, e2, e3)`` with the
+two inputs in random order (as ``form_rel_item``), an attribute fact is
+``(e, <=>, value)``. Token ids: values ``[0, P)`` first (so value predictions can be
+ranked among ``P`` tokens), then entities (core, then chain variables), then ``<=>`` and
+``<mask>``.
 
 Everything carries a leading seed axis ``S``: seed ``s``'s data depends only on ``s``.
 """
@@ -37,11 +40,11 @@ from revlib import _validate, repro
 class ArithmeticTask:
     """Facts for ``S`` seeds.
 
-    ``train``: ``[S, N, 3]`` token triples ``(h, r, t)`` (core attributes, trained core sums,
-    chain facts). ``probes``: ``[S, n_chains * K, 3]`` attribute facts ``(x_k, <=>, value)`` of
-    the chain variables, chain-major. ``depth``, ``reverse``: ``[S, n_chains * K]`` chain size
-    ``k`` and whether any step up to ``k`` is reversed. ``values``: ``[S, n_tokens]`` value of
-    every entity token (-1 for non-entities).
+    ``train``: ``[S, N, 3]`` token triples ``(h, r, t)`` (core attributes, trained core
+    sums, chain facts). ``probes``: ``[S, n_chains * K, 3]`` attribute facts
+    ``(x_k, <=>, value)`` of the chain variables, chain-major. ``depth``, ``reverse``:
+    ``[S, n_chains * K]`` chain size ``k`` and whether any step up to ``k`` is reversed.
+    ``values``: ``[S, n_tokens]`` value of every entity token (-1 for non-entities).
     """
 
     modulus: int
@@ -91,8 +94,8 @@ def _one_seed(
     eq = P + n_core + n_chains * K
     attr = torch.stack([core_tok, torch.full_like(core_tok, eq), core_value], -1)
 
-    # core sums e1 + e2 = e3 for every e1 and every small-valued e2; e3 drawn among the c
-    # entities holding the sum; a random fraction core_frac is trained.
+    # core sums e1 + e2 = e3 for every e1 and every small-valued e2; e3 drawn among the
+    # c entities holding the sum; a random fraction core_frac is trained.
     e1 = torch.arange(n_core).repeat_interleave(len(small_ents))
     e2 = small_ents.repeat(n_core)
     s = (core_value[e1] + core_value[e2]) % P

@@ -1,9 +1,9 @@
 """Reversal data for the bilinear model (Zhu et al. 2024, Section 3).
 
-Vocabulary ``V = {v_1..v_m}``, ``v_j ~ N(0, I_d / d)`` i.i.d.; ``n`` pairs of distinct tokens
-``(x_i, y_i)``. Training set: every forward fact ``(x_i, y_i)`` and the reverse facts
-``(y_i, x_i)`` for ``i > k``; the first ``k`` reverse facts are held out (the paper has
-``k = 1``: the single test pair ``(y_1, x_1)``).
+Vocabulary ``V = {v_1..v_m}``, ``v_j ~ N(0, I_d / d)`` i.i.d.; ``n`` pairs of distinct
+tokens ``(x_i, y_i)``. Training set: every forward fact ``(x_i, y_i)`` and the reverse
+facts ``(y_i, x_i)`` for ``i > k``; the first ``k`` reverse facts are held out (the
+paper has ``k = 1``: the single test pair ``(y_1, x_1)``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ from revlib import _validate, repro
 class BilinearTask:
     """All tensors carry a leading seed axis ``S``.
 
-    ``coords``: ``[S, m, r]`` the embeddings written in an orthonormal basis of their span
-    (``r = min(d, m)``). Inner products are exactly those of the ``d``-dimensional
+    ``coords``: ``[S, m, r]`` the embeddings written in an orthonormal basis of their
+    span (``r = min(d, m)``). Inner products are exactly those of the ``d``-dimensional
     embeddings, and gradient descent from any start never leaves the span (see
     :mod:`revlib.theory.bilinear`), so training in ``r`` coordinates is exact and costs
     nothing extra when ``d`` is large.
-    ``x``, ``y``: ``[S, n]`` token ids of the pairs. ``train_in``, ``train_out``: ``[S, N]``
-    with ``N = 2n - k``. ``heldout_in``, ``heldout_out``: ``[S, k]`` (``y_i -> x_i``, ``i <= k``).
-    ``max_abs_cos``: ``[S]`` the largest ``|cos|`` between two distinct embeddings.
+    ``x``, ``y``: ``[S, n]`` token ids of the pairs. ``train_in``, ``train_out``:
+    ``[S, N]`` with ``N = 2n - k``. ``heldout_in``, ``heldout_out``: ``[S, k]``
+    (``y_i -> x_i``, ``i <= k``). ``max_abs_cos``: ``[S]`` the largest ``|cos|`` between
+    two distinct embeddings.
     """
 
     m: int
@@ -51,7 +52,8 @@ class BilinearTask:
 
 
 def embeddings(m: int, d: int, seed: int) -> torch.Tensor:
-    """Gaussian vocabulary ``[m, d]`` with rows ``~ N(0, I_d / d)`` (so ``E|v|^2 = 1``)."""
+    """Gaussian vocabulary ``[m, d]`` with rows ``~ N(0, I_d / d)`` (so
+    ``E|v|^2 = 1``)."""
     _validate.integer("m", m, 2, 100_000)
     _validate.integer("d", d, 1, 1_000_000)
     gen = repro.generator(seed)
@@ -59,10 +61,12 @@ def embeddings(m: int, d: int, seed: int) -> torch.Tensor:
 
 
 def span_coordinates(vocab: torch.Tensor) -> torch.Tensor:
-    """``[..., m, d] -> [..., m, r]``: coordinates in an orthonormal basis of the rows' span.
+    """``[..., m, d] -> [..., m, r]``: coordinates in an orthonormal basis of the rows'
+    span.
 
-    With ``vocab^T = Q R`` (reduced QR, ``Q`` orthonormal ``[d, r]``), ``vocab = R^T Q^T`` and
-    the coordinates are ``R^T``; all inner products are preserved exactly.
+    With ``vocab^T = Q R`` (reduced QR, ``Q`` orthonormal ``[d, r]``),
+    ``vocab = R^T Q^T`` and the coordinates are ``R^T``; all inner products are
+    preserved exactly.
     """
     _, r = torch.linalg.qr(vocab.transpose(-1, -2), mode="reduced")
     return r.transpose(-1, -2).contiguous()

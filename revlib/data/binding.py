@@ -1,17 +1,20 @@
-"""Reversal data of Wang & Sun (2025), Sections 2-3: entities, relations and surface names.
+"""Reversal data of Wang & Sun (2025), Sections 2-3: entities, relations and surface
+names.
 
-Two entity sets: ``E_A`` (``n_a`` entities) teaches the rule, ``E_B`` (``n_b``) is tested.
-For each of ``n_rel`` relation pairs ``(r, r^{-1})`` (distinct tokens):
+Two entity sets: ``E_A`` (``n_a`` entities) teaches the rule, ``E_B`` (``n_b``) is
+tested. For each of ``n_rel`` relation pairs ``(r, r^{-1})`` (distinct tokens):
 
-* ``E_A`` is randomly perfectly paired; **both** ``(a, r, b)`` and ``(b, r^{-1}, a)`` are trained;
-* ``E_B`` is paired the same way; a coin picks one direction for training (split ``atomic``)
-  and the other is held out (split ``test``: the held-out reverse facts).
+* ``E_A`` is randomly perfectly paired; **both** ``(a, r, b)`` and ``(b, r^{-1}, a)``
+  are trained;
+* ``E_B`` is paired the same way; a coin picks one direction for training (split
+  ``atomic``) and the other is held out (split ``test``: the held-out reverse facts).
 
 An entity is written either as one token (``multiplicity=0``, the abstract level of
-Section 2) or as a two-token name ``(first, last)`` (Section 3) in which every first-name and
-every last-name token is shared by exactly ``multiplicity`` entities and no two entities have
-the same name. A fact ``h r t`` becomes the sequence ``name(h) r <mask> name(t)``; the loss and
-the metrics look only at the tokens of ``name(t)``, predicted from ``<mask>`` onwards.
+Section 2) or as a two-token name ``(first, last)`` (Section 3) in which every
+first-name and every last-name token is shared by exactly ``multiplicity`` entities and
+no two entities have the same name. A fact ``h r t`` becomes the sequence
+``name(h) r <mask> name(t)``; the loss and the metrics look only at the tokens of
+``name(t)``, predicted from ``<mask>`` onwards.
 
 Everything carries a leading seed axis ``S``: seed ``s``'s data depends only on ``s``.
 """
@@ -31,10 +34,11 @@ SPLITS = ("train", "atomic", "test")
 class BindingTask:
     """Facts and names for ``S`` seeds.
 
-    ``facts[split]``: ``[S, N_split, 3]`` entity/relation triples ``(h, r, t)`` (entity ids in
-    ``[0, n_entities)``, relation ids in ``[0, 2 n_rel)``; relation ``2k+1`` is the inverse of
-    ``2k``). ``names``: ``[S, n_entities, L]`` token ids of each entity's name (``L`` = 1 or 2).
-    ``vocab_size``: entity-name tokens, then ``<mask>``, then ``2 n_rel`` relation tokens.
+    ``facts[split]``: ``[S, N_split, 3]`` entity/relation triples ``(h, r, t)`` (entity
+    ids in ``[0, n_entities)``, relation ids in ``[0, 2 n_rel)``; relation ``2k+1`` is
+    the inverse of ``2k``). ``names``: ``[S, n_entities, L]`` token ids of each entity's
+    name (``L`` = 1 or 2). ``vocab_size``: entity-name tokens, then ``<mask>``, then
+    ``2 n_rel`` relation tokens.
     """
 
     n_a: int
@@ -54,7 +58,8 @@ class BindingTask:
 
     @property
     def n_name_tokens(self) -> int:
-        """Tokens used by names: ``n_entities`` (one token each) or ``2 n_entities / m``."""
+        """Tokens used by names: ``n_entities`` (one token each) or
+        ``2 n_entities / m``."""
         return (
             self.n_entities
             if self.multiplicity == 0
@@ -70,12 +75,14 @@ class BindingTask:
         return self.n_name_tokens + 1 + 2 * self.n_rel
 
     def test_first_tokens(self) -> torch.Tensor:
-        """``[S]``: how many distinct tokens begin the names of the tested entities ``E_B``.
+        """``[S]``: how many distinct tokens begin the names of the tested entities
+        ``E_B``.
 
-        A held-out (``test``) answer is an entity of ``E_B``, so a model that knows the answer's
-        type but not the fact picks its first token among these: they, not the whole name
-        vocabulary, set the chance level of a rank-based metric (``n_b`` for one token per
-        entity; about ``(n_a + n_b) / multiplicity`` first names for two-token names)."""
+        A held-out (``test``) answer is an entity of ``E_B``, so a model that knows the
+        answer's type but not the fact picks its first token among these: they, not the
+        whole name vocabulary, set the chance level of a rank-based metric (``n_b`` for
+        one token per entity; about ``(n_a + n_b) / multiplicity`` first names for
+        two-token names)."""
         return torch.tensor(
             [
                 len(torch.unique(self.names[s, self.n_a :, 0]))
@@ -84,7 +91,8 @@ class BindingTask:
         )
 
     def sequences(self, split: str) -> torch.Tensor:
-        """``[S, N, 2L + 2]``: ``name(h) r <mask> name(t)`` for every fact of ``split``."""
+        """``[S, N, 2L + 2]``: ``name(h) r <mask> name(t)`` for every fact of
+        ``split``."""
         _validate.choice("split", split, SPLITS)
         f = self.facts[split]
         S = f.shape[0]
@@ -99,14 +107,15 @@ class BindingTask:
 def names_with_multiplicity(
     n_entities: int, multiplicity: int, gen: torch.Generator
 ) -> torch.Tensor:
-    """``[n_entities, 2]`` (first, last) names; each token shared by exactly ``multiplicity``
-    entities, all names distinct. First names use ids ``[0, F)``, last names ``[F, 2F)``,
-    ``F = n_entities / multiplicity``.
+    """``[n_entities, 2]`` (first, last) names; each token shared by exactly
+    ``multiplicity`` entities, all names distinct. First names use ids ``[0, F)``, last
+    names ``[F, 2F)``, ``F = n_entities / multiplicity``.
 
     Entity ``q F + j`` (``q < m``, ``j < F``) gets first name ``j`` and last name
-    ``sigma((j + c_q) mod F)`` with distinct random shifts ``c_q``: for a fixed first name the
-    ``m`` last names differ, and every last name appears once per ``q``. Entity ids are then
-    shuffled so that neither token reveals anything about an entity's index.
+    ``sigma((j + c_q) mod F)`` with distinct random shifts ``c_q``: for a fixed first
+    name the ``m`` last names differ, and every last name appears once per ``q``. Entity
+    ids are then shuffled so that neither token reveals anything about an entity's
+    index.
     """
     _validate.integer("n_entities", n_entities, 1, 10**7)
     _validate.integer("multiplicity", multiplicity, 1, n_entities)
@@ -138,7 +147,8 @@ def _pairing(ids: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 def binding_task(
     n_a: int, n_b: int, n_rel: int, multiplicity: int, seeds: list[int]
 ) -> BindingTask:
-    """Build the task for each seed in ``seeds`` (``multiplicity=0``: one token per entity)."""
+    """Build the task for each seed in ``seeds`` (``multiplicity=0``: one token per
+    entity)."""
     _validate.integer("n_a", n_a, 2, 10**6)
     _validate.integer("n_b", n_b, 2, 10**6)
     _validate.integer("n_rel", n_rel, 1, 100)

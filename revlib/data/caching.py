@@ -1,31 +1,36 @@
-"""A hard caching set from real facts: pairs of questions that do or do not share an answer.
+"""A hard caching set from real facts: pairs of questions that do or do not share an
+answer.
 
-Chapter "Prompt caching via embedding similarity" (Part IV). The paper's hard set is built
-from Natural Questions, which no package ships; here the facts are the 254 countries of the
-``countryinfo`` wheel (MIT): capital, currency (ISO code), calling code, demonym,
-population and area, with an English alternative name (``"French Republic"``).
+Chapter "Prompt caching via embedding similarity" (Part IV). The paper's hard set is
+built from Natural Questions, which no package ships; here the facts are the 254
+countries of the ``countryinfo`` wheel (MIT): capital, currency (ISO code), calling
+code, demonym, population and area, with an English alternative name
+(``"French Republic"``).
 
-A *question* is a template of a relation filled with a country (by name, alternative name or
-demonym, ``"the French capital"``). Its *response key* is what a cached response must say:
-``(relation, answer)`` for the single-country relations (so the currency questions of
-France and Germany share the key ``(currency, EUR)``: one cached "EUR" answers both) and the
-proposition ``(larger, A, B)`` for the comparisons "Is A larger than B?" (equivalently "Is B
-smaller than A?"). Two questions are a cache hit (label 1) exactly when their keys are equal.
+A *question* is a template of a relation filled with a country (by name, alternative
+name or demonym, ``"the French capital"``). Its *response key* is what a cached response
+must say: ``(relation, answer)`` for the single-country relations (so the currency
+questions of France and Germany share the key ``(currency, EUR)``: one cached "EUR"
+answers both) and the proposition ``(larger, A, B)`` for the comparisons
+"Is A larger than B?" (equivalently "Is B smaller than A?"). Two questions are a cache
+hit (label 1) exactly when their keys are equal.
 
 Pair types (:data:`PAIR_TYPES`): same-key pairs by *paraphrase* (two templates), *alias*
-(the alternative name), *demonym* (a demonym template) and *reverse_wording* ("Is A larger
-than B?" / "Is B smaller than A?"); different-key pairs by *lookalike* (the same template,
-another country with a close name or the same subregion: Niger / Nigeria, Austria /
-Australia), *other_relation* (the same country, another relation), *order_swap* ("Is A
-larger than B?" / "Is B larger than A?") and *random*. Labels are computed from the keys,
-never assumed from the type (a look-alike pair can share a currency).
+(the alternative name), *demonym* (a demonym template) and *reverse_wording*
+("Is A larger than B?" / "Is B smaller than A?"); different-key pairs by *lookalike*
+(the same template, another country with a close name or the same subregion: Niger /
+Nigeria, Austria / Australia), *other_relation* (the same country, another relation),
+*order_swap* ("Is A larger than B?" / "Is B larger than A?") and *random*. Labels are
+computed from the keys, never assumed from the type (a look-alike pair can share a
+currency).
 
 Countries and templates are both split in two (:func:`build`): the test pairs use only
 held-out countries and held-out templates, so a model cannot pass by memorising either.
-The *hard* subset (:func:`hard_subset`) is **selected against a base model**: each positive
-is matched with the negative of closest base cosine, so the base model's AUC on it is about
-0.5 by construction (the paper's set, with base AUC 0.51, was apparently selected so too;
-its recipe is not public). The whole, unselected test set is kept beside it.
+The *hard* subset (:func:`hard_subset`) is **selected against a base model**: each
+positive is matched with the negative of closest base cosine, so the base model's AUC on
+it is about 0.5 by construction (the paper's set, with base AUC 0.51, was apparently
+selected so too; its recipe is not public). The whole, unselected test set is kept
+beside it.
 """
 
 from __future__ import annotations
@@ -92,8 +97,8 @@ TEMPLATES = {
         "How many people does {X} have?",
     ),
 }
-# comparisons: "larger" wordings state (larger, A, B) directly; "smaller" wordings state the
-# same proposition with the countries the other way round
+# comparisons: "larger" wordings state (larger, A, B) directly; "smaller" wordings state
+# the same proposition with the countries the other way round
 LARGER = (
     "Is {A} larger than {B}?",
     "Is {A} bigger than {B}?",
@@ -155,8 +160,8 @@ def _alias(name: str, spellings) -> str | None:
 
 def _one(value) -> str:
     """A fact as one string: countryinfo gives a few as one-element lists (Vatican City
-    State's capital is ``["Vatican City"]``), which would make an unhashable response key;
-    a list of several answers keeps them all, joined."""
+    State's capital is ``["Vatican City"]``), which would make an unhashable response
+    key; a list of several answers keeps them all, joined."""
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     return str(value)
@@ -225,8 +230,9 @@ class Question:
 
 @dataclass
 class Split:
-    """One side of the data: ``questions`` (distinct texts) and pairs ``[P, 2]`` of indices
-    into it, with ``labels`` ``[P]`` (1 = same key) and ``types`` ``[P]`` (PAIR_TYPES)."""
+    """One side of the data: ``questions`` (distinct texts) and pairs ``[P, 2]`` of
+    indices into it, with ``labels`` ``[P]`` (1 = same key) and ``types`` ``[P]``
+    (PAIR_TYPES)."""
 
     name: str
     countries: tuple
@@ -283,7 +289,8 @@ class _Builder:
         )
 
     def compare(self, a: Country, b: Country, template: str) -> int:
-        # "Is {A} larger than {B}?" and "Is {B} smaller than {A}?" both state (larger, A, B)
+        # "Is {A} larger than {B}?" and "Is {B} smaller than {A}?" both state
+        # (larger, A, B)
         text = template.format(A=a.name, B=b.name)
         return self.q(
             text, ("larger", a.name, b.name), "larger", template, f"{a.name}|{b.name}"
@@ -424,7 +431,8 @@ def build(
 ) -> tuple[Split, Split]:
     """``(train, test)``: countries split at random (``test_fraction`` held out), every
     relation's templates split in half (each half keeps a demonym template where the
-    relation has one), pairs drawn per type on each side with ``numpy`` seed ``seed``."""
+    relation has one), pairs drawn per type on each side with ``numpy`` seed
+    ``seed``."""
     _validate.integer("seed", seed, 0, 2**32 - 1)
     _validate.integer("n_train_per_type", n_train_per_type, 1, 100_000)
     _validate.integer("n_test_per_type", n_test_per_type, 1, 100_000)
@@ -458,11 +466,11 @@ def build(
 def hard_subset(
     cos: np.ndarray, labels: np.ndarray, max_gap: float = 0.01
 ) -> np.ndarray:
-    """Indices of a subset on which the scores ``cos`` ``[P]`` do not separate the labels:
-    the cosines are cut into bins of width ``max_gap`` and each bin keeps as many positives
-    as negatives (the ones of lowest index). The two classes then have the same histogram
-    of base cosines, so the base AUC on the result is about 0.5 **by construction**: this is
-    a selection against the model that produced ``cos``."""
+    """Indices of a subset on which the scores ``cos`` ``[P]`` do not separate the
+    labels: the cosines are cut into bins of width ``max_gap`` and each bin keeps as
+    many positives as negatives (the ones of lowest index). The two classes then have
+    the same histogram of base cosines, so the base AUC on the result is about 0.5 **by
+    construction**: this is a selection against the model that produced ``cos``."""
     if not isinstance(max_gap, numbers.Real) or math.isnan(max_gap) or max_gap == 0:
         raise ValueError(
             f"max_gap must be a nonzero number (the bin width), got {max_gap!r}"

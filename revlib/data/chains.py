@@ -1,15 +1,17 @@
 """Chain-of-thought data (Zhu et al. 2024, Section 4.2 and Section 5).
 
-Token 0 is the direct implication "->", token 1 the indirect implication "~>". ``n`` triples
-``(A_i, B_i, C_i)`` of distinct entities; every triple contributes "A_i -> B_i" and
-"B_i -> C_i" to training, and "A_i ~> C_i" is trained for triples ``i >= n_heldout`` and held
-out for the first ``n_heldout`` (the paper's code: 200 triples, 60 held out, vocabulary 800).
+Token 0 is the direct implication "->", token 1 the indirect implication "~>". ``n``
+triples ``(A_i, B_i, C_i)`` of distinct entities; every triple contributes "A_i -> B_i"
+and "B_i -> C_i" to training, and "A_i ~> C_i" is trained for triples ``i >= n_heldout``
+and held out for the first ``n_heldout`` (the paper's code: 200 triples, 60 held out,
+vocabulary 800).
 
-:func:`chain_task` returns three-token sentences ``[S, N, 3]`` = ``[entity, relation, answer]``
-(the layout of the paper's ``ChainDataset``). :func:`related_task` builds the
-correlated-token variant (``ChainDataset_related_tokens``): fixed type tokens ``x, y, z`` and
-index tokens ``i``, entities of two tokens, sentences ``[x,i,->,y,i]``, ``[y,i,->,z,i]``,
-``[x,i,~>,z,i]`` of length 5.
+:func:`chain_task` returns three-token sentences ``[S, N, 3]`` =
+``[entity, relation, answer]`` (the layout of the paper's ``ChainDataset``).
+:func:`related_task` builds the correlated-token variant
+(``ChainDataset_related_tokens``): fixed type tokens ``x, y, z`` and index tokens ``i``,
+entities of two tokens, sentences ``[x,i,->,y,i]``, ``[y,i,->,z,i]``, ``[x,i,~>,z,i]``
+of length 5.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ X, Y, Z = 2, 3, 4  # type tokens of the correlated-token variant
 class ChainTask:
     """``a, b, c``: ``[S, n]`` entity ids; rows ``i < n_heldout`` are held-out triples.
     ``train``: ``[S, N, L]`` sentences, ``N = 2n + (n - n_heldout)``; ``heldout``:
-    ``[S, n_heldout, L]`` the untrained "A_i ~> C_i". ``L = 3`` (single-token entities) or 5
-    (two-token entities; then ``a, b, c`` hold the index token ``i``)."""
+    ``[S, n_heldout, L]`` the untrained "A_i ~> C_i". ``L = 3`` (single-token entities)
+    or 5 (two-token entities; then ``a, b, c`` hold the index token ``i``)."""
 
     vocab_size: int
     n_heldout: int
@@ -62,8 +64,9 @@ def chain_task(
 ) -> ChainTask:
     """Single-token entities; sentences ``[A, 0, B]``, ``[B, 0, C]``, ``[A, 1, C]``.
 
-    ``heldout_in_training`` (a control: the answer given) appends the held-out "A_i ~> C_i"
-    to the training sentences (``heldout`` is unchanged, so it is then a training subset)."""
+    ``heldout_in_training`` (a control: the answer given) appends the held-out
+    "A_i ~> C_i" to the training sentences (``heldout`` is unchanged, so it is then a
+    training subset)."""
     _validate.integer("vocab_size", vocab_size, 5, 100_000)
     _validate.integer("n", n, 1, (vocab_size - 2) // 3)
     _validate.integer("n_heldout", n_heldout, 0, n)
@@ -93,9 +96,9 @@ def related_task(
     seeds: list[int],
     heldout_in_training: bool = False,
 ) -> ChainTask:
-    """Two-token entities sharing type tokens: vocabulary ``5 + alphabet`` (0, 1 relations;
-    2, 3, 4 the types x, y, z; then ``alphabet`` index tokens). Triple ``i`` is
-    ``(x i, y i, z i)``; ``n_train + n_heldout`` distinct indices per seed.
+    """Two-token entities sharing type tokens: vocabulary ``5 + alphabet`` (0, 1
+    relations; 2, 3, 4 the types x, y, z; then ``alphabet`` index tokens). Triple ``i``
+    is ``(x i, y i, z i)``; ``n_train + n_heldout`` distinct indices per seed.
     ``heldout_in_training`` appends the held-out sentences to training (a control)."""
     _validate.integer("alphabet", alphabet, 1, 100_000)
     _validate.integer("n_train", n_train, 0, alphabet)

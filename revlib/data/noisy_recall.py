@@ -2,13 +2,13 @@
 
 Background text is a first-order Markov chain over ``V = 65`` symbols whose "character
 statistics" the project generates itself (no corpus is downloaded): a Zipf-like unigram
-``pi`` and bigram rows ``cond[i] ~ Dirichlet(concentration * pi)``, drawn once from a fixed
-stream, so every chapter and machine sees the same chain. Symbol ``q`` (the most frequent,
-like the space character of tiny-Shakespeare in the original code) is the trigger. Each
-sequence draws its own answer ``ybar ~ Unif([V])``; after *every* occurrence of ``q`` the next
-token is the fixed noise token ``tau`` with probability ``alpha`` (an independent coin per
-occurrence) and ``ybar`` otherwise. ``tau`` is an ordinary, rare symbol of the vocabulary, as
-``'!'`` is in the original code.
+``pi`` and bigram rows ``cond[i] ~ Dirichlet(concentration * pi)``, drawn once from a
+fixed stream, so every chapter and machine sees the same chain. Symbol ``q`` (the most
+frequent, like the space character of tiny-Shakespeare in the original code) is the
+trigger. Each sequence draws its own answer ``ybar ~ Unif([V])``; after *every*
+occurrence of ``q`` the next token is the fixed noise token ``tau`` with probability
+``alpha`` (an independent coin per occurrence) and ``ybar`` otherwise. ``tau`` is an
+ordinary, rare symbol of the vocabulary, as ``'!'`` is in the original code.
 
 The training loss of the paper's script sits only at trigger positions from the second
 occurrence on (``mask``): there the Bayes-optimal prediction is ``p(tau) = alpha``,
@@ -35,11 +35,12 @@ _STATS_SEED = 20_250_227  # the chain is part of the task, not of an experiment'
 class NoisyRecall:
     """A batch of sequences for seeds ``S``; ``N`` sequences of length ``T`` per seed.
 
-    ``x`` ``[S, N, T]`` inputs, ``y`` ``[S, N, T]`` next tokens (``y[..., t] = x[..., t+1]``).
-    ``ybar`` ``[S, N]`` the sequence's answer. ``occurrence`` ``[S, N, T]``: at an input
-    trigger, its occurrence index 1, 2, ...; 0 elsewhere. ``noise`` ``[S, N, T]``: the label is
-    ``tau`` because the noise coin said so. ``after_trigger`` ``[S, N, T]``: the input at this
-    position followed a trigger (it is ``tau`` or ``ybar``).
+    ``x`` ``[S, N, T]`` inputs, ``y`` ``[S, N, T]`` next tokens
+    (``y[..., t] = x[..., t+1]``). ``ybar`` ``[S, N]`` the sequence's answer.
+    ``occurrence`` ``[S, N, T]``: at an input trigger, its occurrence index 1, 2, ...; 0
+    elsewhere. ``noise`` ``[S, N, T]``: the label is ``tau`` because the noise coin said
+    so. ``after_trigger`` ``[S, N, T]``: the input at this position followed a trigger
+    (it is ``tau`` or ``ybar``).
     """
 
     x: torch.Tensor
@@ -81,13 +82,14 @@ class NoisyRecall:
 
 @lru_cache(maxsize=4)
 def character_statistics(concentration: float = 8.0) -> tuple[np.ndarray, np.ndarray]:
-    """The generated chain: unigram ``pi`` ``[V]`` and bigram conditionals ``cond`` ``[V, V]``.
+    """The generated chain: unigram ``pi`` ``[V]`` and bigram conditionals ``cond``
+    ``[V, V]``.
 
-    ``pi_i`` is proportional to ``(i + 2) ** -1.1`` (so ``pi_q`` is close to the 0.15 of the
-    space character in tiny-Shakespeare); each row of ``cond`` is Dirichlet around ``pi``, with
-    ``concentration`` setting how peaked bigrams are (small: nearly deterministic).
-    The arrays are cached and shared between callers, so they are read-only (copy to
-    change one).
+    ``pi_i`` is proportional to ``(i + 2) ** -1.1`` (so ``pi_q`` is close to the 0.15 of
+    the space character in tiny-Shakespeare); each row of ``cond`` is Dirichlet around
+    ``pi``, with ``concentration`` setting how peaked bigrams are (small: nearly
+    deterministic). The arrays are cached and shared between callers, so they are
+    read-only (copy to change one).
     """
     _validate.real("concentration", concentration, 0.0, 1e6, lo_open=True)
     rank = np.arange(VOCAB_SIZE)
@@ -103,7 +105,8 @@ def character_statistics(concentration: float = 8.0) -> tuple[np.ndarray, np.nda
 
 
 def bigram_entropy() -> float:
-    """Entropy (nats) of the background next token, averaged over the chain's unigram."""
+    """Entropy (nats) of the background next token, averaged over the chain's
+    unigram."""
     pi, cond = character_statistics()
     return float(-(pi[:, None] * cond * np.log(cond)).sum())
 
@@ -139,10 +142,12 @@ def sample(
 def _inverse_cdf(
     stacked: torch.Tensor, rows: torch.Tensor, u: torch.Tensor
 ) -> torch.Tensor:
-    """Categorical draws from row ``rows`` ``[n]`` of a CDF table at uniforms ``u`` ``[n]``.
+    """Categorical draws from row ``rows`` ``[n]`` of a CDF table at uniforms ``u``
+    ``[n]``.
 
-    ``stacked`` is the table flattened with row ``i`` shifted by ``i`` (see :func:`_stack`),
-    so one ``searchsorted`` of ``rows + u`` serves every row without gathering ``[n, V]``.
+    ``stacked`` is the table flattened with row ``i`` shifted by ``i`` (see
+    :func:`_stack`), so one ``searchsorted`` of ``rows + u`` serves every row without
+    gathering ``[n, V]``.
     """
     V = VOCAB_SIZE
     pos = torch.searchsorted(

@@ -1,12 +1,13 @@
 """Reversal data for the one-layer transformer (Zhu et al. 2024, Section 4).
 
-Vocabulary ``[M]``: token 0 is the forward relation "->", token 1 the backward relation "<-",
-tokens ``2 .. M-1`` are entities. ``n`` pairs ``(A_i, B_i)`` of distinct entities. Every
-forward sentence "A_i -> B_i" is trained; the backward sentence "B_i <- A_i" is trained for
-pairs ``i >= n_heldout`` and held out for the first ``n_heldout`` pairs. (The paper's code
-holds out a random direction per pair; we always hold out the backward one so that "reverse"
-has one meaning.) A sentence is stored as context ``[S, N, 1]`` (the entity), query ``[S, N]``
-(the relation token) and target ``[S, N]`` (the answer entity).
+Vocabulary ``[M]``: token 0 is the forward relation "->", token 1 the backward
+relation "<-", tokens ``2 .. M-1`` are entities. ``n`` pairs ``(A_i, B_i)`` of distinct
+entities. Every forward sentence "A_i -> B_i" is trained; the backward sentence
+"B_i <- A_i" is trained for pairs ``i >= n_heldout`` and held out for the first
+``n_heldout`` pairs. (The paper's code holds out a random direction per pair; we always
+hold out the backward one so that "reverse" has one meaning.) A sentence is stored as
+context ``[S, N, 1]`` (the entity), query ``[S, N]`` (the relation token) and target
+``[S, N]`` (the answer entity).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ FORWARD, BACKWARD = 0, 1
 
 @dataclass(frozen=True)
 class ReversalTask:
-    """``a``, ``b``: ``[S, n]`` entity ids; rows ``i < n_heldout`` are the held-out pairs.
-    ``train_*``: ``N = n + (n - n_heldout)`` sentences (forward first). ``heldout_*``: the
-    ``n_heldout`` backward sentences "B_i <- A_i" never trained."""
+    """``a``, ``b``: ``[S, n]`` entity ids; rows ``i < n_heldout`` are the held-out
+    pairs. ``train_*``: ``N = n + (n - n_heldout)`` sentences (forward first).
+    ``heldout_*``: the ``n_heldout`` backward sentences "B_i <- A_i" never trained."""
 
     M: int
     n_heldout: int
@@ -47,7 +48,8 @@ class ReversalTask:
 
 
 def entities(M: int, count: int, seed: int, first: int = 2) -> torch.Tensor:
-    """``count`` distinct entity ids from ``first .. M-1``, a random draw that depends only on ``seed``."""
+    """``count`` distinct entity ids from ``first .. M-1``, a random draw that depends
+    only on ``seed``."""
     _validate.integer("first", first, 0, 10**7 - 1)
     _validate.integer("M", M, first + 1, 10**7)
     if not isinstance(seed, int):  # its range: repro.generator(seed + 1_000_003)
@@ -90,11 +92,12 @@ A_TYPE, B_TYPE = 2, 3
 def typed_reversal_task(
     M: int, n: int, n_heldout: int, seeds: list[int]
 ) -> ReversalTask:
-    """The same facts with two-token entities "A_i a" and "B_i b", where ``a`` (token 2) and
-    ``b`` (token 3) are type tokens shared by all A- and all B-entities; unique tokens come
-    from ``4 .. M-1``. Sentences "A_i a -> B_i" and "B_i b <- A_i": two context tokens and the
-    relation token as query (``T = 3``), the answer's unique token as target. ``a``, ``b`` of
-    the result hold the unique tokens; ``*_ctx`` is ``[S, N, 2]``."""
+    """The same facts with two-token entities "A_i a" and "B_i b", where ``a`` (token 2)
+    and ``b`` (token 3) are type tokens shared by all A- and all B-entities; unique
+    tokens come from ``4 .. M-1``. Sentences "A_i a -> B_i" and "B_i b <- A_i": two
+    context tokens and the relation token as query (``T = 3``), the answer's unique
+    token as target. ``a``, ``b`` of the result hold the unique tokens; ``*_ctx`` is
+    ``[S, N, 2]``."""
     _validate.integer("M", M, 6, 100_000)
     _validate.integer("n", n, 1, (M - 4) // 2)
     _validate.integer("n_heldout", n_heldout, 0, n)

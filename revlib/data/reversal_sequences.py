@@ -1,19 +1,23 @@
-"""Token sequences for the multi-layer reversal experiments (Zhu et al. 2024, Section 5).
+"""Token sequences for the multi-layer reversal experiments (Zhu et al. 2024, Section
+5).
 
 The generator follows the paper's code (``src/datasets/ReverseDataset.py``):
 
-* token 0 is the forward relation "->", token 1 the backward relation "<-"; entity ids are
-  ``2 .. vocab + 1``, so the model vocabulary has ``vocab + 2`` tokens;
+* token 0 is the forward relation "->", token 1 the backward relation "<-"; entity ids
+  are ``2 .. vocab + 1``, so the model vocabulary has ``vocab + 2`` tokens;
 * ``alphabet = vocab // 4`` ids form the A-alphabet and ``alphabet`` other ids the
-  B-alphabet (disjoint, drawn at random); an entity is a tuple of ``word_size`` ids of its
-  alphabet, and there are ``min(alphabet ** word_size, 2 * alphabet)`` pairs ``(A_i, B_i)``;
-* a pair is written forward ``[A_i, ->, B_i]`` ("A -> B") or backward ``[B_i, <-, A_i]``;
-* ``split_ratio`` of the pairs (70%) are trained in both directions; each remaining pair puts
-  one direction, chosen by a fair coin, in training and holds the other out for validation.
+  B-alphabet (disjoint, drawn at random); an entity is a tuple of ``word_size`` ids of
+  its alphabet, and there are ``min(alphabet ** word_size, 2 * alphabet)`` pairs
+  ``(A_i, B_i)``;
+* a pair is written forward ``[A_i, ->, B_i]`` ("A -> B") or backward
+  ``[B_i, <-, A_i]``;
+* ``split_ratio`` of the pairs (70%) are trained in both directions; each remaining pair
+  puts one direction, chosen by a fair coin, in training and holds the other out for
+  validation.
 
 The in-context control (``ReverseDataset_ICL.py``) writes a fact and its reverse in one
-sequence, ``[A, ->, B, <->, B, <-, A]``, with the loss on the final ``A``: the answer is in
-the context, so the model has to copy rather than recall.
+sequence, ``[A, ->, B, <->, B, <-, A]``, with the loss on the final ``A``: the answer is
+in the context, so the model has to copy rather than recall.
 
 Every generator takes a list of seeds and stacks one independent data set per seed on a
 leading axis; seed ``s``'s data depends only on ``s``.
@@ -39,14 +43,16 @@ _MAX_TUPLES = (
 
 @dataclass(frozen=True)
 class ReversalSequences:
-    """Reversal data for ``S`` seeds; entities are ``w = word_size`` tokens, ``T = 2w + 1``.
+    """Reversal data for ``S`` seeds; entities are ``w = word_size`` tokens,
+    ``T = 2w + 1``.
 
-    ``a``, ``b``: ``[S, P, w]`` the entities of the ``P`` pairs. ``both``: ``[S, P]`` true for
-    the pairs trained in both directions. ``heldout_forward``: ``[S, P]`` for the other pairs,
-    true when the forward sentence is the held-out one (false for the ``both`` pairs).
-    ``train``: ``[S, N_train, T]`` and ``val``: ``[S, N_val, T]`` the sentences; the answer is
-    the last ``w`` tokens of each. ``val_pairs``: ``[S, N_val]`` the pair index of each
-    validation sentence (they are the non-``both`` pairs in order).
+    ``a``, ``b``: ``[S, P, w]`` the entities of the ``P`` pairs. ``both``: ``[S, P]``
+    true for the pairs trained in both directions. ``heldout_forward``: ``[S, P]`` for
+    the other pairs, true when the forward sentence is the held-out one (false for the
+    ``both`` pairs). ``train``: ``[S, N_train, T]`` and ``val``: ``[S, N_val, T]`` the
+    sentences; the answer is the last ``w`` tokens of each. ``val_pairs``:
+    ``[S, N_val]`` the pair index of each validation sentence (they are the non-``both``
+    pairs in order).
     """
 
     vocab_size: int
@@ -76,17 +82,20 @@ class ReversalSequences:
         return 2 * self.word_size + 1
 
     def answer_mask(self, n: int) -> torch.Tensor:
-        """``[S, n, T - 1]``: the positions whose next token belongs to the answer entity."""
+        """``[S, n, T - 1]``: the positions whose next token belongs to the answer
+        entity."""
         return _last_positions(self.n_seeds, n, self.seq_len - 1, self.word_size)
 
 
 @dataclass(frozen=True)
 class InContextSequences:
-    """In-context control for ``S`` seeds: sentences ``[A, ->, B, <->, B, <-, A]`` (``T = 7``).
+    """In-context control for ``S`` seeds: sentences ``[A, ->, B, <->, B, <-, A]``
+    (``T = 7``).
 
-    ``train``: ``[S, n_x * n_y_train, 7]``, ``val``: ``[S, n_x * (n_y - n_y_train), 7]``. A
-    validation pair ``(A, B)`` never occurs in training in either direction, but its answer
-    ``A`` is the first token of the context.
+    ``train``: ``[S, n_x * n_y_train, 7]``, ``val``:
+    ``[S, n_x * (n_y - n_y_train), 7]``. A validation pair ``(A, B)`` never occurs in
+    training in either direction, but its answer ``A`` is the first token of the
+    context.
     """
 
     vocab_size: int
@@ -133,9 +142,10 @@ def reversal_sequences(
 ) -> ReversalSequences:
     """The paper's reversal data, one independent data set per seed in ``seeds``.
 
-    ``vocab``: number of entity ids (the paper: 800; the model vocabulary is ``vocab + 2``).
-    ``heldout_in_training`` (a control: the answer given) appends the held-out sentences to
-    the training ones (``val`` is unchanged, so every pair is then trained both ways).
+    ``vocab``: number of entity ids (the paper: 800; the model vocabulary is
+    ``vocab + 2``). ``heldout_in_training`` (a control: the answer given) appends the
+    held-out sentences to the training ones (``val`` is unchanged, so every pair is then
+    trained both ways).
     """
     _validate.integer("vocab", vocab, 8, 100_000)
     _validate.integer("word_size", word_size, 1, 4)
@@ -187,7 +197,8 @@ def reversal_sequences(
 def _entities(
     alphabet_ids: torch.Tensor, word_size: int, P: int, g: torch.Generator
 ) -> torch.Tensor:
-    """``P`` distinct tuples of ``word_size`` ids from ``alphabet_ids`` -> ``[P, word_size]``."""
+    """``P`` distinct tuples of ``word_size`` ids from ``alphabet_ids`` ->
+    ``[P, word_size]``."""
     n = alphabet_ids.numel()
     code = torch.randperm(n**word_size, generator=g)[
         :P
@@ -203,9 +214,10 @@ def in_context_sequences(
 ) -> InContextSequences:
     """The in-context control: every ``A`` (``n_x`` of them) with every ``B`` (``n_y``).
 
-    For each ``A``, ``n_y_train`` of its ``B`` partners (at random) give training sentences and
-    the rest validation sentences. Reserved tokens 0, 1, 2; entity ids ``3 .. vocab + 2``
-    (the paper: ``vocab = 400``, ``n_x = 100``, ``n_y = 10``, ``n_y_train = 7``).
+    For each ``A``, ``n_y_train`` of its ``B`` partners (at random) give training
+    sentences and the rest validation sentences. Reserved tokens 0, 1, 2; entity ids
+    ``3 .. vocab + 2`` (the paper: ``vocab = 400``, ``n_x = 100``, ``n_y = 10``,
+    ``n_y_train = 7``).
     """
     _validate.integer("vocab", vocab, 2, 100_000)
     _validate.integer("n_x", n_x, 1, vocab - 1)
@@ -217,7 +229,8 @@ def in_context_sequences(
         g = repro.generator(seed + 3_000_017)
         ids = 3 + torch.randperm(vocab, generator=g)[: n_x + n_y]
         xs, ys = ids[:n_x], ids[n_x:]
-        # an independent random order of the B's for each A: the first n_y_train are trained
+        # an independent random order of the B's for each A: the first n_y_train are
+        # trained
         order = torch.argsort(torch.rand(n_x, n_y, generator=g), dim=1)
         x = xs[:, None].expand(n_x, n_y)
         y = ys[order]

@@ -1,7 +1,8 @@
-"""A generated toy corpus: generic sentences mixed with indirect-object (IOI-like) sentences.
+"""A generated toy corpus: generic sentences mixed with indirect-object (IOI-like)
+sentences.
 
-Nothing is downloaded. The vocabulary is a few dozen word tokens. Each sequence is a run of
-sentences drawn independently:
+Nothing is downloaded. The vocabulary is a few dozen word tokens. Each sequence is a run
+of sentences drawn independently:
 
 * generic sentences, where ``to`` is always followed by ``the`` (the distributional
   association, like " the" after " to" in English):
@@ -11,14 +12,16 @@ sentences drawn independently:
   - ``the NOUN went to the PLACE .``
 
 * with probability ``p_ioi`` an IOI sentence, with two distinct random names ``A`` (the
-  indirect object, IO) and ``B`` (the subject, S), their order in the first clause random:
+  indirect object, IO) and ``B`` (the subject, S), their order in the first clause
+  random:
 
   ``when A and B went to the PLACE , B gave a OBJ to A .``  (or ``when B and A ...``)
 
   After its last ``to`` the next token is the in-context answer ``A`` with probability
-  ``1 - alpha`` and the generic ``the`` with probability ``alpha`` (then the sentence ends
-  ``to the NOUN .``). This is the noisy in-context recall task of Chen, Bruna & Bietti in
-  words: ``to -> the`` is the distributional association, ``A`` needs the context.
+  ``1 - alpha`` and the generic ``the`` with probability ``alpha`` (then the sentence
+  ends ``to the NOUN .``). This is the noisy in-context recall task of Chen, Bruna &
+  Bietti in words: ``to -> the`` is the distributional association, ``A`` needs the
+  context.
 
 At an IOI answer position the Bayes-optimal prediction is ``p(the) = alpha``,
 ``p(A) = 1 - alpha``, ``p(B) = 0``.
@@ -60,8 +63,8 @@ _OBJECT_IDS = torch.tensor([TOKEN[w] for w in OBJECTS])
 _NOUN_IDS = torch.tensor([TOKEN[w] for w in NOUNS])
 
 # Templates as (kind, value) slots; kind "w" is a fixed word, the others are filled per
-# sentence. The IOI template has its answer slot "ans" (A or "the") and, after it, "tail"
-# (a NOUN when the answer was "the", else a pad that is dropped).
+# sentence. The IOI template has its answer slot "ans" (A or "the") and, after it,
+# "tail" (a NOUN when the answer was "the", else a pad that is dropped).
 _L = 16  # longest template (IOI with "the NOUN"), every template is padded to it
 _TEMPLATES = (
     ["NAME", "went", "to", "the", "PLACE", "."],
@@ -94,10 +97,10 @@ _PAD = -1
 class Corpus:
     """``S`` seeds, ``N`` sequences of length ``T`` each.
 
-    ``x`` ``[S, N, T]`` inputs and ``y`` ``[S, N, T]`` next tokens. ``answer`` ``[S, N, T]``
-    bool: the input is the last ``to`` of an IOI sentence (the next token is ``io`` or
-    ``the``). ``io`` and ``s`` ``[S, N, T]``: the IO and subject names of that sentence
-    (``-1`` elsewhere).
+    ``x`` ``[S, N, T]`` inputs and ``y`` ``[S, N, T]`` next tokens. ``answer``
+    ``[S, N, T]`` bool: the input is the last ``to`` of an IOI sentence (the next token
+    is ``io`` or ``the``). ``io`` and ``s`` ``[S, N, T]``: the IO and subject names of
+    that sentence (``-1`` elsewhere).
     """
 
     x: torch.Tensor
@@ -127,8 +130,9 @@ def sample(
     seeds: list[int], n: int, seq_len: int, p_ioi: float, alpha: float, stream: int = 0
 ) -> Corpus:
     """``n`` sequences of ``seq_len`` tokens per seed; seed ``s``'s data depends only on
-    ``(s, stream)``. ``p_ioi``: probability that a sentence is an IOI sentence; ``alpha``:
-    probability that an IOI sentence ends with the generic ``to the NOUN``."""
+    ``(s, stream)``. ``p_ioi``: probability that a sentence is an IOI sentence;
+    ``alpha``: probability that an IOI sentence ends with the generic
+    ``to the NOUN``."""
     _validate.integer("n", n, 1, 10**7)
     _validate.integer("seq_len", seq_len, 2, 10**5)
     _validate.real("p_ioi", p_ioi, 0.0, 1.0)
@@ -155,7 +159,8 @@ def decode(tokens) -> str:
 
 
 def _sample_one(gen: torch.Generator, n: int, seq_len: int, p_ioi: float, alpha: float):
-    # enough sentences that every sequence exceeds seq_len + 1 tokens (shortest: 6 tokens)
+    # enough sentences that every sequence exceeds seq_len + 1 tokens (shortest: 6
+    # tokens)
     K = (seq_len + 1) // 6 + 2
     shape = (n, K)
 
@@ -170,7 +175,8 @@ def _sample_one(gen: torch.Generator, n: int, seq_len: int, p_ioi: float, alpha:
         pick(_OBJECT_IDS),
         pick(_NOUN_IDS),
     )
-    # two distinct names: b = a + offset (mod the number of names), offset in 1..n_names-1
+    # two distinct names: b = a + offset (mod the number of names), offset in
+    # 1..n_names-1
     ia = torch.randint(0, len(NAMES), shape, generator=gen)
     ib = (ia + torch.randint(1, len(NAMES), shape, generator=gen)) % len(NAMES)
     a, b = _NAME_IDS[ia], _NAME_IDS[ib]

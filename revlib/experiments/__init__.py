@@ -1,1 +1,2 @@
-"""One module per chapter: a frozen ``Config`` dataclass and ``run(config) -> Result``."""
+"""One module per chapter: a frozen ``Config`` dataclass and
+``run(config) -> Result``."""

@@ -1,12 +1,12 @@
 """Chapter "Parameter allocation": at a fixed parameter budget, trade feed-forward width
 against attention layers, with the loss on every token so that the bigrams count.
 
-Each allocation is ``(n_layer, ff_mult)``: ``n_layer`` attention layers (``4 d^2`` weights
-each: query, key, value, output) and, when ``ff_mult > 0``, an MLP of width ``ff_mult * d``
-in every layer (``2 ff_mult d^2`` weights). The default allocations all hold exactly
-``24 d^2`` weights, from 16 d^2 of MLP and 8 d^2 of attention to attention only.
-Embeddings and unembedding are frozen random matrices, as in the toy model, so that they do
-not enter the budget.
+Each allocation is ``(n_layer, ff_mult)``: ``n_layer`` attention layers (``4 d^2``
+weights each: query, key, value, output) and, when ``ff_mult > 0``, an MLP of width
+``ff_mult * d`` in every layer (``2 ff_mult d^2`` weights). The default allocations all
+hold exactly ``24 d^2`` weights, from 16 d^2 of MLP and 8 d^2 of attention to attention
+only. Embeddings and unembedding are frozen random matrices, as in the toy model, so
+that they do not enter the budget.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ ALLOCATIONS = ((2, 4), (3, 2), (4, 1), (6, 0))
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """``allocations``: ``(n_layer, ff_mult)`` pairs (``ff_mult = 0``: no MLP). Adam on the
-    cross-entropy of every next token of fresh noisy sequences. ``layernorm``: pre-LN blocks
-    (their gains and biases then add ``(4 n_layer + 2) d`` weights outside the budget); off by
-    default: with it, the 2-layer allocation had barely started the recall after 1500 steps
-    (excess 1.7 nats, one seed), against 0.4 without."""
+    """``allocations``: ``(n_layer, ff_mult)`` pairs (``ff_mult = 0``: no MLP). Adam on
+    the cross-entropy of every next token of fresh noisy sequences. ``layernorm``:
+    pre-LN blocks (their gains and biases then add ``(4 n_layer + 2) d`` weights outside
+    the budget); off by default: with it, the 2-layer allocation had barely started the
+    recall after 1500 steps (excess 1.7 nats, one seed), against 0.4 without."""
 
     allocations: tuple[tuple[int, int], ...] = ALLOCATIONS
     d: int = 64
@@ -90,10 +90,11 @@ class Config(ExperimentConfig):
 
 @dataclass
 class Result:
-    """Per allocation ``[A]``: ``n_params`` trainable weights, ``mlp_params``; histories with
-    ``bigram_excess`` and ``recall_excess`` ``[E, S]``: test loss minus the Bayes loss on
-    background positions (the chain's bigram) and on trigger positions from the 2nd
-    occurrence on (in-context recall, Bayes loss the entropy of ``(alpha, 1 - alpha)``)."""
+    """Per allocation ``[A]``: ``n_params`` trainable weights, ``mlp_params``; histories
+    with ``bigram_excess`` and ``recall_excess`` ``[E, S]``: test loss minus the Bayes
+    loss on background positions (the chain's bigram) and on trigger positions from the
+    2nd occurrence on (in-context recall, Bayes loss the entropy of
+    ``(alpha, 1 - alpha)``)."""
 
     config: Config
     n_params: np.ndarray
@@ -108,14 +109,15 @@ class Result:
 def bayes_losses(
     data: nr.NoisyRecall,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per position ``[S, N, T]``: the Bayes cross-entropy, and masks of background positions
-    (input not a trigger) and of recall positions (``data.mask``)."""
+    """Per position ``[S, N, T]``: the Bayes cross-entropy, and masks of background
+    positions (input not a trigger) and of recall positions (``data.mask``)."""
     _, cond = nr.character_statistics()
     logc = torch.from_numpy(np.log(cond))
     bayes = -logc[data.x, data.y]
     a = data.alpha
     V = nr.VOCAB_SIZE
-    # at a recall position the label is tau w.p. alpha + (1-alpha)[ybar = tau], else ybar
+    # at a recall position the label is tau w.p. alpha + (1-alpha)[ybar = tau], else
+    # ybar
     p_tau = torch.where(data.ybar == nr.NOISE_TOKEN, 1.0, a + 0.0)[
         :, :, None
     ].expand_as(bayes)
@@ -139,8 +141,8 @@ def run(config: Config) -> Result:
     bayes, background, recall = bayes_losses(test)
     histories, n_params, mlp_params = [], [], []
     for layers, mult in config.allocations:
-        # the init seed names the allocation, not its index, so a sweep split over processes
-        # trains the same models as one run
+        # the init seed names the allocation, not its index, so a sweep split over
+        # processes trains the same models as one run
         model = Transformer(
             config.model_config(layers, mult),
             n_seeds=S,
@@ -202,8 +204,8 @@ def to_record(
     seconds: float | None = None,
     git: tuple[str | None, bool | None] | None = None,
 ) -> dict:
-    """The sweep as a record (:mod:`revlib.records`): history ``i`` (allocation ``i``) at
-    ``histories.<i>``, curves rounded to 5 decimals, the weight counts as extras."""
+    """The sweep as a record (:mod:`revlib.records`): history ``i`` (allocation ``i``)
+    at ``histories.<i>``, curves rounded to 5 decimals, the weight counts as extras."""
     histories, metrics = {}, {}
     for i, h in enumerate(result.histories):
         curves = {k: np.round(v, 5).T.tolist() for k, v in h.values.items()}  # [S][E]
@@ -235,7 +237,8 @@ def to_record(
 
 
 def from_record(rec: dict) -> Result:
-    """The :class:`Result` of a record of :func:`to_record` (no models; histories only)."""
+    """The :class:`Result` of a record of :func:`to_record` (no models; histories
+    only)."""
     cfg = dict(rec["config"])
     cfg["allocations"] = tuple(tuple(a) for a in cfg["allocations"])
     config = Config(**cfg)
@@ -263,7 +266,8 @@ def load(path) -> Result:
 
 
 def main(argv=None) -> None:
-    """``python -m revlib.experiments.allocation OUT.json [--n-seeds 3] [--steps 1500]``."""
+    """``python -m revlib.experiments.allocation OUT.json [--n-seeds 3]
+    [--steps 1500]``."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("out")
     parser.add_argument("--n-seeds", type=int, default=3)

@@ -1,7 +1,7 @@
 """Chapter "Parametric forward-chaining for arithmetic": the standard transformer of
-:mod:`revlib.experiments.surface_names` and the JEPA of :mod:`revlib.experiments.jepa`, trained
-on the facts of :mod:`revlib.data.arithmetic` and probed on the values of never-trained chain
-variables.
+:mod:`revlib.experiments.surface_names` and the JEPA of :mod:`revlib.experiments.jepa`,
+trained on the facts of :mod:`revlib.data.arithmetic` and probed on the values of
+never-trained chain variables.
 """
 
 from __future__ import annotations
@@ -36,16 +36,17 @@ MODELS = ("standard", "jepa", "jepa_memory")
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """Data: values mod ``modulus``, ``per_value`` core entities per value, ``n_chains`` chains
-    of ``chain_len`` variables, ``core_frac`` of the core sums trained. Model: ``"standard"``
-    (``n_layer`` blocks), ``"jepa"`` (#Rec ``n_rec`` / #Sem ``n_sem``) or ``"jepa_memory"``
-    (the paper's JEPA with memory: the top-1 memory layer of :mod:`revlib.models.jepa` as the
-    recognition module, one key per token, then ``n_sem`` semantic blocks), width ``d_model``.
-    ``concept_ln="auto"``: as :class:`revlib.experiments.jepa.Config` (RMS norm of the
-    prediction for JEPA, learnable LayerNorm on both sides with the memory layer).
-    AdamW with ``lr``, ``weight_decay``, ``batch_size``, ``steps``.
-    ``probes_in_training`` (a control): the probes (the attribute facts of the chain
-    variables) are trained too, so a test that reads "not solved" must fail."""
+    """Data: values mod ``modulus``, ``per_value`` core entities per value, ``n_chains``
+    chains of ``chain_len`` variables, ``core_frac`` of the core sums trained. Model:
+    ``"standard"`` (``n_layer`` blocks), ``"jepa"`` (#Rec ``n_rec`` / #Sem ``n_sem``) or
+    ``"jepa_memory"`` (the paper's JEPA with memory: the top-1 memory layer of
+    :mod:`revlib.models.jepa` as the recognition module, one key per token, then
+    ``n_sem`` semantic blocks), width ``d_model``. ``concept_ln="auto"``: as
+    :class:`revlib.experiments.jepa.Config` (RMS norm of the prediction for JEPA,
+    learnable LayerNorm on both sides with the memory layer). AdamW with ``lr``,
+    ``weight_decay``, ``batch_size``, ``steps``. ``probes_in_training`` (a control): the
+    probes (the attribute facts of the chain variables) are trained too, so a test that
+    reads "not solved" must fail."""
 
     model: str = "standard"
     modulus: int = 23
@@ -103,8 +104,8 @@ class Config(ExperimentConfig):
 @dataclass
 class Result:
     """``history``: ``train_acc`` (trained facts), ``probe_acc`` (all chain variables),
-    ``forward_acc`` / ``reverse_acc`` (variables reached by forward steps only / needing a
-    reverse step), each ``[E, S]``. ``probe_correct``: ``[S, n_chains * K]`` final
+    ``forward_acc`` / ``reverse_acc`` (variables reached by forward steps only / needing
+    a reverse step), each ``[E, S]``. ``probe_correct``: ``[S, n_chains * K]`` final
     per-probe correctness."""
 
     config: Config
@@ -133,7 +134,8 @@ class Result:
 def _group_means(
     correct: torch.Tensor, reverse: torch.Tensor
 ) -> dict[str, torch.Tensor]:
-    """``correct``, ``reverse`` ``[S, N]`` -> accuracy overall, forward-only, with a reverse step."""
+    """``correct``, ``reverse`` ``[S, N]`` -> accuracy overall, forward-only, with a
+    reverse step."""
     c = correct.float()
     return {
         "probe_acc": c.mean(-1),
@@ -143,7 +145,8 @@ def _group_means(
 
 
 def run(config: Config) -> Result:
-    """Train ``config.n_seeds`` models of kind ``config.model`` (one batched model), evaluate."""
+    """Train ``config.n_seeds`` models of kind ``config.model`` (one batched model),
+    evaluate."""
     task = arithmetic_task(
         config.modulus,
         config.per_value,
@@ -189,7 +192,8 @@ def run(config: Config) -> Result:
             logits = model(probes[..., :-1])[..., 2, :P]  # ranked among values
             return logits.argmax(-1) == probes[..., 3]
     else:
-        # one memory key per token (values, entities, <=>, <mask>): every patch is one token
+        # one memory key per token (values, entities, <=>, <mask>): every patch is one
+        # token
         keys = torch.arange(task.vocab_size).expand(S, -1)[..., None]
         model = JEPA(
             config.jepa_config(task.vocab_size + 1),
@@ -204,7 +208,8 @@ def run(config: Config) -> Result:
             return infonce_loss(pred, c)
 
         def predict_rank(seqs, n_tokens):
-            """Rank the predicted concept against the concepts of tokens ``[0, n_tokens)``."""
+            """Rank the predicted concept against the concepts of tokens
+            ``[0, n_tokens)``."""
             toks = torch.arange(n_tokens).expand(S, -1)
             table = model.candidates(
                 model.concepts(toks[..., None], torch.zeros_like(toks))

@@ -1,4 +1,5 @@
-"""Chapter "The bilinear model": train ``x^T Theta y`` on the reversal data, several seeds at once."""
+"""Chapter "The bilinear model": train ``x^T Theta y`` on the reversal data, several
+seeds at once."""
 
 from __future__ import annotations
 
@@ -19,17 +20,18 @@ from revlib.train import History, train
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """``m`` vocabulary size, ``n`` pairs, ``d`` embedding dimension, ``n_reverse_heldout``
-    held-out reverse facts (the paper: 1). ``init="pretrained"`` starts from
-    ``Theta_0 = init_scale * G`` with ``G`` standard Gaussian (checked against the theorem's
-    condition ``1/(2m) < p < 2/m`` in the result). ``optimizer``: ``"gd"`` (full batch; small
-    ``lr`` approximates gradient flow) or ``"sgd"`` (``batch_size`` pairs a step).
+    """``m`` vocabulary size, ``n`` pairs, ``d`` embedding dimension,
+    ``n_reverse_heldout`` held-out reverse facts (the paper: 1). ``init="pretrained"``
+    starts from ``Theta_0 = init_scale * G`` with ``G`` standard Gaussian (checked
+    against the theorem's condition ``1/(2m) < p < 2/m`` in the result). ``optimizer``:
+    ``"gd"`` (full batch; small ``lr`` approximates gradient flow) or ``"sgd"``
+    (``batch_size`` pairs a step).
 
     Two controls (the notebook's ``CONTROL``), both off by default:
-    ``reverse_in_training`` also trains the held-out reverse facts (they are still evaluated
-    as ``reverse_loss``: a "not learnt" claim must then fail); ``no_training`` turns every
-    optimiser step into a no-op (the loss is multiplied by 0), so ``Theta`` keeps its initial
-    value while the evaluations run as usual.
+    ``reverse_in_training`` also trains the held-out reverse facts (they are still
+    evaluated as ``reverse_loss``: a "not learnt" claim must then fail); ``no_training``
+    turns every optimiser step into a no-op (the loss is multiplied by 0), so ``Theta``
+    keeps its initial value while the evaluations run as usual.
     """
 
     m: int = 64
@@ -66,8 +68,9 @@ class Config(ExperimentConfig):
 @dataclass
 class Result:
     """``history`` holds ``train_loss`` and ``reverse_loss`` ``[E, S]``. Final logits
-    ``forward_logits[s, i, j] = x_i^T Theta y_j`` and ``reverse_logits[s, i, j] = y_i^T Theta x_j``
-    ``[S, n, n]``; reverse rows ``i < n_reverse_heldout`` are the held-out facts."""
+    ``forward_logits[s, i, j] = x_i^T Theta y_j`` and
+    ``reverse_logits[s, i, j] = y_i^T Theta x_j`` ``[S, n, n]``; reverse rows
+    ``i < n_reverse_heldout`` are the held-out facts."""
 
     config: Config
     task: BilinearTask
@@ -98,7 +101,8 @@ class Result:
         return theory.smallest_epsilon(self.train_loss, self.reverse_loss)
 
     def predicted_train_loss(self) -> np.ndarray:
-        """The orthogonal-limit gradient-flow curve at ``self.time`` (zero init only)."""
+        """The orthogonal-limit gradient-flow curve at ``self.time`` (zero init
+        only)."""
         return theory.orthogonal_limit_train_loss(
             self.time, self.config.m, self.task.n_train
         )
@@ -123,8 +127,8 @@ def run(config: Config) -> Result:
     S, r = task.n_seeds, task.coords.shape[-1]
     theta0 = None
     if config.init == "pretrained":
-        # Q^T G Q has i.i.d. N(0, 1) entries for orthonormal Q: sampling directly in span
-        # coordinates gives exactly the law of a Gaussian d x d initialisation.
+        # Q^T G Q has i.i.d. N(0, 1) entries for orthonormal Q: sampling directly in
+        # span coordinates gives exactly the law of a Gaussian d x d initialisation.
         theta0 = config.init_scale * torch.stack(
             [
                 torch.randn(r, r, generator=repro.generator(s + 7_919))

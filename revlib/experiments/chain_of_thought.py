@@ -19,16 +19,16 @@ from revlib.train import History, TrainConfig, train
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """Chain task: ``vocab_size`` (2 relation tokens + entities), ``n`` triples, ``n_heldout``
-    whose "A ~> C" is held out. Reparameterised model: ``steps`` GD steps of size ``lr`` from
-    ``Y = Z = 0``. Transformer (``n_layer``, ``d_model``, ``n_head``; LayerNorm, MLP,
-    absolute positions, learned embeddings as in the paper's GPT-2): AdamW at ``tf_lr`` with
-    weight decay ``weight_decay`` and ``batch_size`` for ``epochs`` epochs. Correlated-token
-    variant: ``alphabet`` index tokens, ``related_train`` / ``related_heldout`` triples,
-    ``related_epochs`` epochs (``0`` skips it). Controls: ``heldout_in_training`` trains the
-    held-out "A_i ~> C_i" too (the answer given; the correlated-token variant likewise);
-    ``no_training`` keeps every model at its initial weights (one step of zero loss, no
-    weight decay)."""
+    """Chain task: ``vocab_size`` (2 relation tokens + entities), ``n`` triples,
+    ``n_heldout`` whose "A ~> C" is held out. Reparameterised model: ``steps`` GD steps
+    of size ``lr`` from ``Y = Z = 0``. Transformer (``n_layer``, ``d_model``,
+    ``n_head``; LayerNorm, MLP, absolute positions, learned embeddings as in the paper's
+    GPT-2): AdamW at ``tf_lr`` with weight decay ``weight_decay`` and ``batch_size`` for
+    ``epochs`` epochs. Correlated-token variant: ``alphabet`` index tokens,
+    ``related_train`` / ``related_heldout`` triples, ``related_epochs`` epochs (``0``
+    skips it). Controls: ``heldout_in_training`` trains the held-out "A_i ~> C_i" too
+    (the answer given; the correlated-token variant likewise); ``no_training`` keeps
+    every model at its initial weights (one step of zero loss, no weight decay)."""
 
     vocab_size: int = 302
     n: int = 100
@@ -109,13 +109,14 @@ class Config(ExperimentConfig):
 
 @dataclass
 class ModelResult:
-    """One model on the chain task. ``history`` ``[E, S]``: ``p_AB``, ``p_BC``, ``p_AC_train``,
-    ``p_AC_heldout`` (mean answer probabilities), ``nll_train`` (mean answer NLL over training
-    sentences), ``nll_heldout`` (mean NLL of the held-out "A_i ~> C_i"). ``blocks[name]``:
-    ``[S, n, n]`` answer logits after "A_i ->" over ``B_j`` (``"B|A"``), after "B_i ->" over
-    ``C_j`` (``"C|B"``), after "A_i ~>" over ``C_j`` (``"C|A"``); rows ``i < n_heldout`` are the
-    held-out triples. ``two_step_acc``, ``direct_acc``: ``[S]`` greedy accuracies on held-out
-    triples of "A -> B^, B^ -> C^" and of "A ~> C^"."""
+    """One model on the chain task. ``history`` ``[E, S]``: ``p_AB``, ``p_BC``,
+    ``p_AC_train``, ``p_AC_heldout`` (mean answer probabilities), ``nll_train`` (mean
+    answer NLL over training sentences), ``nll_heldout`` (mean NLL of the held-out
+    "A_i ~> C_i"). ``blocks[name]``: ``[S, n, n]`` answer logits after "A_i ->" over
+    ``B_j`` (``"B|A"``), after "B_i ->" over ``C_j`` (``"C|B"``), after "A_i ~>" over
+    ``C_j`` (``"C|A"``); rows ``i < n_heldout`` are the held-out triples.
+    ``two_step_acc``, ``direct_acc``: ``[S]`` greedy accuracies on held-out triples of
+    "A -> B^, B^ -> C^" and of "A ~> C^"."""
 
     history: History
     blocks: dict[str, np.ndarray]
@@ -149,7 +150,8 @@ def _gather(seq: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
 
 
 def _answer_logits_fn(model, kind: str):
-    """``logits(entity [S, B], relation) -> [S, B, V]``: the next-token logits after "entity rel"."""
+    """``logits(entity [S, B], relation) -> [S, B, V]``: the next-token logits after
+    "entity rel"."""
     if kind == "reparam":
         return lambda ent, rel: model(ent[..., None], torch.full_like(ent, rel))
     return lambda ent, rel: model(
@@ -203,7 +205,8 @@ def _evaluator(logits, task: ChainTask, extra=None):
 
 
 def _seq_logits(logits, seq: torch.Tensor) -> torch.Tensor:
-    """Answer logits ``[S, N, V]`` of three-token sentences ``[S, N, 3]`` (mixed relations)."""
+    """Answer logits ``[S, N, V]`` of three-token sentences ``[S, N, 3]`` (mixed
+    relations)."""
     out = logits(seq[..., 0], DIRECT)
     ind = logits(seq[..., 0], INDIRECT)
     return torch.where((seq[..., 1] == INDIRECT)[..., None], ind, out)
@@ -212,15 +215,16 @@ def _seq_logits(logits, seq: torch.Tensor) -> torch.Tensor:
 def _related_nll(
     model: Transformer, seq: torch.Tensor, first_only: bool = False
 ) -> torch.Tensor:
-    """Answer-word NLL ``[S, N]`` of five-token sentences: ``-log p(t3 | t0..t2) - log p(t4 | t0..t3)``."""
+    """Answer-word NLL ``[S, N]`` of five-token sentences:
+    ``-log p(t3 | t0..t2) - log p(t4 | t0..t3)``."""
     logp = torch.log_softmax(model(seq[..., :4])[:, :, 2:4], dim=-1)
     tok = torch.gather(logp, 3, seq[..., 3:5, None]).squeeze(-1)  # [S, N, 2]
     return -(tok[..., 0] if first_only else tok.sum(-1))
 
 
 def run(config: Config) -> Result:
-    """Train the reparameterised model, the transformer and (optionally) the correlated-token
-    variant, ``config.n_seeds`` seeds at once."""
+    """Train the reparameterised model, the transformer and (optionally) the
+    correlated-token variant, ``config.n_seeds`` seeds at once."""
     task = chain_task(
         config.vocab_size,
         config.n,

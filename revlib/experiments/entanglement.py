@@ -1,6 +1,7 @@
-"""Chapter "Gradient entanglement": check the one-step formula of :mod:`revlib.theory.entanglement`
-against real optimiser steps on the last MLP layer of a transformer, and measure how shared
-name tokens raise the overlap ``alpha^T beta`` of MLP activations between entities.
+"""Chapter "Gradient entanglement": check the one-step formula of
+:mod:`revlib.theory.entanglement` against real optimiser steps on the last MLP layer of
+a transformer, and measure how shared name tokens raise the overlap ``alpha^T beta`` of
+MLP activations between entities.
 """
 
 from __future__ import annotations
@@ -37,15 +38,16 @@ ASSUMPTIONS = ("as_named", "removed", "met")
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """A fresh ``n_layer`` transformer (``d_model``, ``n_head``) on two one-token facts; ``eta``
-    the step size, ``mu`` the momentum, ``adam_steps`` Adam steps before the "later" check.
+    """A fresh ``n_layer`` transformer (``d_model``, ``n_head``) on two one-token facts;
+    ``eta`` the step size, ``mu`` the momentum, ``adam_steps`` Adam steps before the
+    "later" check.
 
-    Controls (defaults: each case as its name says). ``assumptions="removed"``: the cases the
-    derivation calls exact step every layer, so ``alpha`` and ``beta`` move too;
-    ``"met"``: the inexact cases are given the formula's assumptions (only ``V`` moves; Adam
-    with ``beta1 = 0`` and ``eps = 1e3``, a scalar step with no first-moment history).
-    ``disjoint``: the two facts use disjoint halves of the last MLP's hidden units (a mask
-    before ``fc2``), so ``alpha^T beta = 0``."""
+    Controls (defaults: each case as its name says). ``assumptions="removed"``: the
+    cases the derivation calls exact step every layer, so ``alpha`` and ``beta`` move
+    too; ``"met"``: the inexact cases are given the formula's assumptions (only ``V``
+    moves; Adam with ``beta1 = 0`` and ``eps = 1e3``, a scalar step with no first-moment
+    history). ``disjoint``: the two facts use disjoint halves of the last MLP's hidden
+    units (a mask before ``fc2``), so ``alpha^T beta = 0``."""
 
     d_model: int = 64
     n_layer: int = 2
@@ -71,11 +73,12 @@ class Config(ExperimentConfig):
 
 @dataclass
 class StepCheck:
-    """``rel_error[check]``: ``[S]`` relative error ``|measured - predicted| / |measured|`` of
-    ``(Delta a, Delta b)``, the measured change read from a forward pass after a real optimiser
-    step. ``cross_to_self``: ``[S]`` the interference term's size relative to the own term (by
-    the formula). ``overlap``: ``[S]`` cosine of ``alpha`` and ``beta``. ``drag``: ``[S]``
-    measured ``|Delta a| / |Delta b|`` when one SGD step on ``V`` trains fact ``b`` alone;
+    """``rel_error[check]``: ``[S]`` relative error
+    ``|measured - predicted| / |measured|`` of ``(Delta a, Delta b)``, the measured
+    change read from a forward pass after a real optimiser step. ``cross_to_self``:
+    ``[S]`` the interference term's size relative to the own term (by the formula).
+    ``overlap``: ``[S]`` cosine of ``alpha`` and ``beta``. ``drag``: ``[S]`` measured
+    ``|Delta a| / |Delta b|`` when one SGD step on ``V`` trains fact ``b`` alone;
     ``drag_predicted``: the formula's ``|alpha^T beta| / |beta|^2``."""
 
     config: Config
@@ -87,8 +90,9 @@ class StepCheck:
 
 
 class _Probe:
-    """Runs the model on two facts and exposes ``alpha, beta`` (inputs of the last ``fc2`` at the
-    target position, ``[S, 4d]``), ``a, b`` (its outputs, ``[S, d]``) and their gradients."""
+    """Runs the model on two facts and exposes ``alpha, beta`` (inputs of the last
+    ``fc2`` at the target position, ``[S, 4d]``), ``a, b`` (its outputs, ``[S, d]``) and
+    their gradients."""
 
     def __init__(
         self, model: Transformer, seqs: torch.Tensor, facts: tuple[int, ...] = (0, 1)
@@ -125,7 +129,8 @@ class _Probe:
         )
 
     def V(self) -> torch.Tensor:
-        """``[S, out, in]``: the layer in the math convention (``SeedLinear`` stores ``V^T``)."""
+        """``[S, out, in]``: the layer in the math convention (``SeedLinear`` stores
+        ``V^T``)."""
         return self.fc2.weight.detach().transpose(1, 2).clone()
 
 
@@ -154,7 +159,8 @@ def _fresh(config: Config, facts: tuple[int, ...] = (0, 1)):
     ).double()
     probe = _Probe(model, seqs, facts)
     if config.disjoint:
-        # fact 0 reaches fc2 through the first half of the hidden units, fact 1 the second
+        # fact 0 reaches fc2 through the first half of the hidden units, fact 1 the
+        # second
         width = probe.fc2.weight.shape[1]
         keep = torch.zeros(2, 1, width, dtype=torch.float64)
         keep[0, :, : width // 2] = 1.0
@@ -164,8 +170,8 @@ def _fresh(config: Config, facts: tuple[int, ...] = (0, 1)):
 
 
 def step_check(config: Config) -> StepCheck:
-    """Each optimiser takes a real step; the formula predicts ``(Delta a, Delta b)``, which is
-    measured by a forward pass after the step."""
+    """Each optimiser takes a real step; the formula predicts ``(Delta a, Delta b)``,
+    which is measured by a forward pass after the step."""
     eta, err = config.eta, {}
     exact_params = lambda model, probe: (
         list(model.parameters())
@@ -179,7 +185,8 @@ def step_check(config: Config) -> StepCheck:
         _, _, a1, b1, _, _ = probe(grad=False)
         return a1 - a0, b1 - b0
 
-    # SGD on V alone: alpha and beta are upstream of V, so they stay fixed and the formula is exact.
+    # SGD on V alone: alpha and beta are upstream of V, so they stay fixed and the
+    # formula is exact.
     model, probe = _fresh(config)
     alpha, beta, a0, b0, ga, gb = probe()
     torch.optim.SGD(exact_params(model, probe), lr=eta).step()
@@ -203,7 +210,8 @@ def step_check(config: Config) -> StepCheck:
         theory.momentum_delta(alpha, beta, ga, gb, eta, config.mu, buffer),
     )
 
-    # Adam's first step is sign-like: Delta V = -eta G / (|G| + eps), an element-wise preconditioner.
+    # Adam's first step is sign-like: Delta V = -eta G / (|G| + eps), an element-wise
+    # preconditioner.
     model, probe = _fresh(config)
     weight = probe.fc2.weight
     opt = torch.optim.Adam(exact_params(model, probe), lr=eta, **adam_kw)
@@ -221,8 +229,9 @@ def step_check(config: Config) -> StepCheck:
     rate = (m_ * s_).sum(-1, keepdim=True) / (s_ * s_).sum(-1, keepdim=True)
     err["adam_first_sgd_form"] = _rel(step1, (rate * sa, rate * sb))
 
-    # Later Adam steps: the preconditioner from the second moments, but the current gradient in
-    # place of Adam's first-moment average; the error is what the momentum history adds.
+    # Later Adam steps: the preconditioner from the second moments, but the current
+    # gradient in place of Adam's first-moment average; the error is what the momentum
+    # history adds.
     for _ in range(config.adam_steps):
         probe()
         opt.step()
@@ -238,7 +247,8 @@ def step_check(config: Config) -> StepCheck:
         theory.preconditioned_delta(alpha, beta, ga, gb, eta, P),
     )
 
-    # SGD on every layer: alpha and beta move too, so the formula is only the V-part of Delta a.
+    # SGD on every layer: alpha and beta move too, so the formula is only the V-part of
+    # Delta a.
     model, probe = _fresh(config)
     alpha, beta, a0, b0, ga, gb = probe()
     torch.optim.SGD([probe.fc2.weight] if met else model.parameters(), lr=eta).step()
@@ -264,8 +274,8 @@ def step_check(config: Config) -> StepCheck:
 
 
 def mlp_hidden(model: Transformer, idx: torch.Tensor, layer: int = -1) -> torch.Tensor:
-    """Activations ``relu(W1 LN(x))`` of the MLP of block ``layer``: ``idx [S, B, T]`` ->
-    ``[S, B, T, ff_mult d]`` (the ``alpha`` of the chapter)."""
+    """Activations ``relu(W1 LN(x))`` of the MLP of block ``layer``:
+    ``idx [S, B, T]`` -> ``[S, B, T, ff_mult d]`` (the ``alpha`` of the chapter)."""
     S = idx.shape[0]
     x = model.wte[torch.arange(S)[:, None, None], idx]
     blocks = list(model.blocks)
@@ -279,8 +289,9 @@ def mlp_hidden(model: Transformer, idx: torch.Tensor, layer: int = -1) -> torch.
 
 @dataclass
 class NameOverlap:
-    """Mean cosine of the subject activations ``alpha_e`` (last MLP, after reading the name)
-    between entity pairs that share the first name, the last name, or nothing; ``[S]`` each."""
+    """Mean cosine of the subject activations ``alpha_e`` (last MLP, after reading the
+    name) between entity pairs that share the first name, the last name, or nothing;
+    ``[S]`` each."""
 
     shared_first: np.ndarray
     shared_last: np.ndarray
@@ -290,8 +301,9 @@ class NameOverlap:
 def name_overlap(
     model: Transformer, names: torch.Tensor, groups: torch.Tensor | None = None
 ) -> NameOverlap:
-    """``names [S, E, 2]``: every entity's name is read alone; pairs are grouped by shared
-    tokens of ``groups [S, E, 2]`` (default: ``names``; a control passes shuffled names)."""
+    """``names [S, E, 2]``: every entity's name is read alone; pairs are grouped by
+    shared tokens of ``groups [S, E, 2]`` (default: ``names``; a control passes shuffled
+    names)."""
     groups = names if groups is None else groups
     with torch.no_grad():
         h = mlp_hidden(model, names)[:, :, -1]  # [S, E, 4d]
@@ -313,8 +325,8 @@ def name_overlap(
 
 
 def shuffled_names(names: torch.Tensor, seed: int = 0) -> torch.Tensor:
-    """``names [S, E, 2]`` with the entities permuted per seed: the grouping of a control in
-    which "shares a token" no longer says anything about the entity read."""
+    """``names [S, E, 2]`` with the entities permuted per seed: the grouping of a
+    control in which "shares a token" no longer says anything about the entity read."""
     gen = torch.Generator().manual_seed(seed + 31_337)
     perm = torch.stack([torch.randperm(names.shape[1], generator=gen) for _ in names])
     return names[torch.arange(names.shape[0])[:, None], perm]
@@ -323,8 +335,8 @@ def shuffled_names(names: torch.Tensor, seed: int = 0) -> torch.Tensor:
 def trained_overlap(
     config: surface_names.Config, shuffled_groups: bool = False
 ) -> tuple[surface_names.Result, NameOverlap, NameOverlap]:
-    """Train the standard model on surface names; the overlaps at initialisation and after
-    (``shuffled_groups``, a control: pairs grouped by another entity's name)."""
+    """Train the standard model on surface names; the overlaps at initialisation and
+    after (``shuffled_groups``, a control: pairs grouped by another entity's name)."""
     init = Transformer(
         TransformerConfig(
             vocab_size=binding_task(

@@ -1,9 +1,11 @@
 """Chapter "Training dynamics and truncation": the two-layer toy model of Chen, Bruna &
-Bietti (2025) on noisy in-context recall, with the feed-forward ablations and truncations.
+Bietti (2025) on noisy in-context recall, with the feed-forward ablations and
+truncations.
 
-The model follows the original code (frozen N(0, 1) token and positional embeddings, a frozen
-untied unembedding, no LayerNorm, one head per layer with ``W_Q = I``, trainable ``W_K``,
-``W_V``, ``W_O`` and feed-forward layers) at a CPU scale (``d = 64``, ``T = 64``, batch 32).
+The model follows the original code (frozen N(0, 1) token and positional embeddings, a
+frozen untied unembedding, no LayerNorm, one head per layer with ``W_Q = I``, trainable
+``W_K``, ``W_V``, ``W_O`` and feed-forward layers) at a CPU scale (``d = 64``,
+``T = 64``, batch 32).
 """
 
 from __future__ import annotations
@@ -44,13 +46,13 @@ FROZEN = ("ff2", "attention")
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """``d`` width, ``seq_len`` T, ``alpha`` noise probability, ``ff`` the feed-forward kind
-    of layers 1 and 2 (``"mlp"``, ``"linear"``, ``"none"``), ``ff_mult`` MLP width factor.
-    SGD with momentum as in the original script; ``n_test`` clean test sequences.
-    ``rank_fractions``: fractions ``rho`` of FF2's rank kept in the final truncation sweep.
-    ``frozen``: parts that keep their initial weights during training (controls): ``"ff2"``
-    (FF2 never learns, so it cannot store ``q -> tau``), ``"attention"`` (every attention
-    layer, so no induction head can form)."""
+    """``d`` width, ``seq_len`` T, ``alpha`` noise probability, ``ff`` the feed-forward
+    kind of layers 1 and 2 (``"mlp"``, ``"linear"``, ``"none"``), ``ff_mult`` MLP width
+    factor. SGD with momentum as in the original script; ``n_test`` clean test
+    sequences. ``rank_fractions``: fractions ``rho`` of FF2's rank kept in the final
+    truncation sweep. ``frozen``: parts that keep their initial weights during training
+    (controls): ``"ff2"`` (FF2 never learns, so it cannot store ``q -> tau``),
+    ``"attention"`` (every attention layer, so no induction head can form)."""
 
     d: int = 64
     seq_len: int = 64
@@ -91,8 +93,8 @@ class Config(ExperimentConfig):
         super().__post_init__()  # seed, n_seeds; steps, lr, batch_size, momentum, ...
 
     def model_config(self) -> TransformerConfig:
-        # nn.Linear's default init has std 1/sqrt(3 d); the original code keeps it for every
-        # trainable matrix and for the frozen unembedding, and N(0, 1) embeddings.
+        # nn.Linear's default init has std 1/sqrt(3 d); the original code keeps it for
+        # every trainable matrix and for the frozen unembedding, and N(0, 1) embeddings.
         std = 1.0 / math.sqrt(3 * self.d)
         return TransformerConfig(
             vocab_size=nr.VOCAB_SIZE,
@@ -116,8 +118,9 @@ class Config(ExperimentConfig):
 
 @dataclass
 class Result:
-    """``history[name]`` ``[E, S]`` for each name in :data:`METRICS`. ``ranks``: the ranks
-    kept in the final FF2 sweep; ``sweep[name]`` ``[R, S]`` for p_tau, p_ybar, acc."""
+    """``history[name]`` ``[E, S]`` for each name in :data:`METRICS`. ``ranks``: the
+    ranks kept in the final FF2 sweep; ``sweep[name]`` ``[R, S]`` for p_tau, p_ybar,
+    acc."""
 
     config: Config
     history: History
@@ -131,8 +134,8 @@ class Result:
 
 
 def ff2_weight(model: Transformer) -> torch.nn.Parameter:
-    """The FF2 matrix that the truncation acts on: ``W2`` (hidden -> d) of an MLP, or the
-    single matrix of a linear FF."""
+    """The FF2 matrix that the truncation acts on: ``W2`` (hidden -> d) of an MLP, or
+    the single matrix of a linear FF."""
     ff = model.blocks[1].ff
     return ff.fc2.weight if ff.kind == "mlp" else ff.fc.weight
 
@@ -156,7 +159,8 @@ def recall_metrics(
 
 def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
     """Layer-2 attention mass from loss positions onto earlier positions that followed a
-    trigger and hold ``ybar`` (``att_ybar``) or ``tau`` (``att_tau``), per seed ``[S]``."""
+    trigger and hold ``ybar`` (``att_ybar``) or ``tau`` (``att_tau``), per seed
+    ``[S]``."""
     internals = Internals()
     model(data.x, internals)
     att = internals.attention[1]
@@ -170,8 +174,9 @@ def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
 
 
 def ff2_trigger_margin(model: Transformer) -> torch.Tensor:
-    """``tau`` logit minus the largest other logit of ``W_U FF2(w_E(q))`` per seed ``[S]``:
-    the trigger's raw embedding through FF2 alone (the original code's mlp2 margin)."""
+    """``tau`` logit minus the largest other logit of ``W_U FF2(w_E(q))`` per seed
+    ``[S]``: the trigger's raw embedding through FF2 alone (the original code's mlp2
+    margin)."""
     e_q = model.wte[:, nr.TRIGGER][:, None, None, :]  # [S, 1, 1, d]
     out = model.blocks[1].ff(e_q)[:, 0, 0]  # [S, d]
     logits = torch.einsum("sd,svd->sv", out, model.head)
@@ -179,7 +184,8 @@ def ff2_trigger_margin(model: Transformer) -> torch.Tensor:
 
 
 def run(config: Config) -> Result:
-    """Train ``n_seeds`` models at once on fresh noisy batches; evaluate on clean data."""
+    """Train ``n_seeds`` models at once on fresh noisy batches; evaluate on clean
+    data."""
     S, B = config.n_seeds, config.batch_size
     pool = nr.sample(
         config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0

@@ -1,10 +1,12 @@
 """Chapter "The task and the gradients at initialisation": empirical gradients of the
-simplified predictor (:mod:`revlib.theory.associations`) on real batches of noisy recall,
-against the closed forms, and their signal-to-noise ratio against the batch size.
+simplified predictor (:mod:`revlib.theory.associations`) on real batches of noisy
+recall, against the closed forms, and their signal-to-noise ratio against the batch
+size.
 
-The signal sweep measures the gradients with ``torch.autograd`` (independently of the closed
-forms' formulas); the batch study uses per-sequence sums (a unit test checks them against
-autograd), from which any batch's gradient follows without re-running the model."""
+The signal sweep measures the gradients with ``torch.autograd`` (independently of the
+closed forms' formulas); the batch study uses per-sequence sums (a unit test checks them
+against autograd), from which any batch's gradient follows without re-running the
+model."""
 
 from __future__ import annotations
 
@@ -22,12 +24,12 @@ _CHUNK = 1024  # sequences per generated chunk: bounds the [N, T, V] context his
 
 @dataclass(frozen=True)
 class Config:
-    """``alpha`` of the batch-size study, ``alphas`` of the signal sweep, ``n_sequences``
-    per ``alpha`` (a multiple of 1024), ``batch_sizes`` in sequences (each divides
-    ``n_sequences``). Controls: ``noise=False`` samples every sequence with
-    ``noise_prob = 0`` while the closed forms keep ``alpha`` (no noise token to learn);
-    ``attention=False`` removes the attention: the value path reads the current token
-    instead of the context average ``h_t``."""
+    """``alpha`` of the batch-size study, ``alphas`` of the signal sweep,
+    ``n_sequences`` per ``alpha`` (a multiple of 1024), ``batch_sizes`` in sequences
+    (each divides ``n_sequences``). Controls: ``noise=False`` samples every sequence
+    with ``noise_prob = 0`` while the closed forms keep ``alpha`` (no noise token to
+    learn); ``attention=False`` removes the attention: the value path reads the current
+    token instead of the context average ``h_t``."""
 
     alpha: float = 0.5
     alphas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -59,13 +61,13 @@ class Config:
 
 @dataclass
 class Result:
-    """Signal sweep over ``alphas`` ``[A]``: FF margin ``ff_margin`` and copy signal ``copy``
-    of autograd's gradients, with ``rho`` and the mean label share ``label_share``
-    (``E[h_t(y)]``) that the closed forms use and ``n_positions`` the loss positions.
-    Batch study at ``alpha`` over ``batch_sizes`` ``[K]``: ``ff_std`` / ``attn_std`` the
-    spread over batches of the FF ``tau`` margin and of one copy entry (RMS over entries),
-    ``positions`` mean loss positions per batch, ``ff_signal`` / ``attn_signal`` the
-    full-pool means."""
+    """Signal sweep over ``alphas`` ``[A]``: FF margin ``ff_margin`` and copy signal
+    ``copy`` of autograd's gradients, with ``rho`` and the mean label share
+    ``label_share`` (``E[h_t(y)]``) that the closed forms use and ``n_positions`` the
+    loss positions. Batch study at ``alpha`` over ``batch_sizes`` ``[K]``: ``ff_std`` /
+    ``attn_std`` the spread over batches of the FF ``tau`` margin and of one copy entry
+    (RMS over entries), ``positions`` mean loss positions per batch, ``ff_signal`` /
+    ``attn_signal`` the full-pool means."""
 
     config: Config
     alphas: np.ndarray
@@ -105,7 +107,8 @@ def _statistics(config: Config, alpha: float, stream: int) -> dict[str, torch.Te
 
 
 def run(config: Config) -> Result:
-    """Measure the gradients at initialisation on ``n_sequences`` sequences per ``alpha``."""
+    """Measure the gradients at initialisation on ``n_sequences`` sequences per
+    ``alpha``."""
     margin, copy, rho, share, npos = [], [], [], [], []
     for i, a in enumerate(config.alphas):
         g_f, g_v, n, r, hy = 0.0, 0.0, 0.0, 0.0, 0.0

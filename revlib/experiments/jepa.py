@@ -1,8 +1,9 @@
-"""Chapter "JEPA breaks the curse": the JEPA model of :mod:`revlib.models.jepa` on two-token names.
+"""Chapter "JEPA breaks the curse": the JEPA model of :mod:`revlib.models.jepa` on
+two-token names.
 
-``python -m revlib.experiments.jepa --sweep data/binding_jepa_sweep.json`` runs the sweeps that
-do not fit in a notebook and writes them as records (:mod:`revlib.records`, one per run, with
-config, seeds, git hash and run time).
+``python -m revlib.experiments.jepa --sweep data/binding_jepa_sweep.json`` runs the
+sweeps that do not fit in a notebook and writes them as records (:mod:`revlib.records`,
+one per run, with config, seeds, git hash and run time).
 """
 
 from __future__ import annotations
@@ -31,15 +32,15 @@ from revlib.train import History, train
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """Data as in :mod:`revlib.experiments.surface_names`; model: ``n_rec`` recognition and
-    ``n_sem`` semantic blocks of width ``d_model``, or ``memory=True`` (top-1 memory layer as the
-    recognition module). ``warmup_steps``: linear learning-rate warm-up, then constant (the
-    paper's recipe: 2,000). ``concept_ln="auto"``: as the paper's scripts, parameter-free RMS norm
-    of the prediction for JEPA, learnable LayerNorm on both sides with the memory layer. AdamW
-    with ``lr``, ``weight_decay``, ``batch_size``, ``steps``. ``shuffle_atomic``: a control,
-    the answers of the ``atomic`` facts are permuted among themselves (same entity type, same
-    counts), so that no trained fact is the reverse of a held-out one (off: the data as
-    stored)."""
+    """Data as in :mod:`revlib.experiments.surface_names`; model: ``n_rec`` recognition
+    and ``n_sem`` semantic blocks of width ``d_model``, or ``memory=True`` (top-1 memory
+    layer as the recognition module). ``warmup_steps``: linear learning-rate warm-up,
+    then constant (the paper's recipe: 2,000). ``concept_ln="auto"``: as the paper's
+    scripts, parameter-free RMS norm of the prediction for JEPA, learnable LayerNorm on
+    both sides with the memory layer. AdamW with ``lr``, ``weight_decay``,
+    ``batch_size``, ``steps``. ``shuffle_atomic``: a control, the answers of the
+    ``atomic`` facts are permuted among themselves (same entity type, same counts), so
+    that no trained fact is the reverse of a held-out one (off: the data as stored)."""
 
     n_a: int = 400
     n_b: int = 240
@@ -91,8 +92,8 @@ class Config(ExperimentConfig):
 
 @dataclass
 class Result:
-    """``history[f"{split}_acc"]`` and ``[f"{split}_mrr"]`` ``[E, S]``, ranked against the full
-    table of entity concepts (not in-batch)."""
+    """``history[f"{split}_acc"]`` and ``[f"{split}_mrr"]`` ``[E, S]``, ranked against
+    the full table of entity concepts (not in-batch)."""
 
     config: Config
     task: BindingTask
@@ -106,8 +107,8 @@ class Result:
 def patches(
     task: BindingTask, split: str
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``([S, N, 4, 2] patches, [S, N, 4] last-token index, [S, N] target entity)``; ``<pad>`` is
-    the id ``task.vocab_size``."""
+    """``([S, N, 4, 2] patches, [S, N, 4] last-token index, [S, N] target entity)``;
+    ``<pad>`` is the id ``task.vocab_size``."""
     f = task.facts[split]
     S, N, _ = f.shape
     seeds = torch.arange(S)[:, None]
@@ -122,7 +123,8 @@ def patches(
 
 
 def _shuffle_atomic(task: BindingTask, seeds: list[int]) -> BindingTask:
-    """The task with the tails of its ``atomic`` facts permuted (per seed, its own stream)."""
+    """The task with the tails of its ``atomic`` facts permuted (per seed, its own
+    stream)."""
     atomic = task.facts["atomic"].clone()  # [S, N, 3]
     for i, s in enumerate(seeds):
         perm = torch.randperm(atomic.shape[1], generator=repro.generator(s + 31_337))
@@ -131,7 +133,8 @@ def _shuffle_atomic(task: BindingTask, seeds: list[int]) -> BindingTask:
 
 
 def _memory_keys(task: BindingTask) -> torch.Tensor:
-    """One key per entity (its name) and per non-entity token (``<mask>``, relations)."""
+    """One key per entity (its name) and per non-entity token (``<mask>``,
+    relations)."""
     S = task.names.shape[0]
     other = torch.arange(task.mask_token, task.vocab_size)
     other = torch.stack([other, torch.full_like(other, task.vocab_size)], -1)
@@ -186,7 +189,8 @@ def run(config: Config) -> Result:
 def _scores(
     model: JEPA, task: BindingTask, p: torch.Tensor, last: torch.Tensor
 ) -> torch.Tensor:
-    """``[S, N, E]``: each prediction scored against the concept vectors of all entities."""
+    """``[S, N, E]``: each prediction scored against the concept vectors of all
+    entities."""
     table = model.candidates(
         model.concepts(task.names, torch.ones(task.names.shape[:2], dtype=torch.long))
     )
@@ -197,13 +201,14 @@ def _scores(
 def relation_blindness(
     result: Result, split: str = "train", n: int = 2000
 ) -> dict[str, np.ndarray]:
-    """How a model gets the first ``n`` facts ``(h, r, t)`` of ``split`` wrong, per seed ``[S]``:
-    ``correct``, the fraction whose top-1 answer is ``t``, and ``other_relation``, the fraction
-    whose top-1 answer is a trained answer of the same head under another relation (a tail of
-    ``h`` in ``train`` or ``atomic``). A model that knows each head's answers but ignores the
-    relation picks among them at random: with ``k`` answers per head, ``other_relation``
-    is ``k - 1`` times ``correct`` (each entity of ``E_A`` is the head of one fact per relation
-    pair, so ``k = n_rel`` on ``train``)."""
+    """How a model gets the first ``n`` facts ``(h, r, t)`` of ``split`` wrong, per seed
+    ``[S]``: ``correct``, the fraction whose top-1 answer is ``t``, and
+    ``other_relation``, the fraction whose top-1 answer is a trained answer of the same
+    head under another relation (a tail of ``h`` in ``train`` or ``atomic``). A model
+    that knows each head's answers but ignores the relation picks among them at random:
+    with ``k`` answers per head, ``other_relation`` is ``k - 1`` times ``correct`` (each
+    entity of ``E_A`` is the head of one fact per relation pair, so ``k = n_rel`` on
+    ``train``)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     _validate.integer("n", n, 1, None)
@@ -241,9 +246,10 @@ def sweep(base: Config, out: str | None = None) -> list[dict]:
     """Every configuration of :data:`SWEEP` on top of ``base``; the rows of
     :func:`load_sweep`.
 
-    A configuration shared by several sweeps (the base model) is trained once. With ``out``,
-    the records so far (:mod:`revlib.records`, one per row, with its ``sweep`` and
-    ``variant``) are written atomically after every run, so a cut-off sweep keeps its data.
+    A configuration shared by several sweeps (the base model) is trained once. With
+    ``out``, the records so far (:mod:`revlib.records`, one per row, with its ``sweep``
+    and ``variant``) are written atomically after every run, so a cut-off sweep keeps
+    its data.
     """
     recs, done = [], {}
     git = records.git_state()  # the code version at the start of the sweep

@@ -1,13 +1,14 @@
 """Chapter "Multi-layer transformers": the reversal curse in a small causal transformer.
 
 Zhu et al. (2024, Section 5) train GPT-2 from scratch on the sentences of
-:mod:`revlib.data.reversal_sequences` with AdamW (lr 0.01, batch 64, the code's effective
-weight decay 0.01) and the loss on the answer only. :func:`run` does the same for ``n_seeds`` seeds at once
-with :class:`revlib.models.transformer.Transformer` (no dropout; GPT-2 has 0.1).
+:mod:`revlib.data.reversal_sequences` with AdamW (lr 0.01, batch 64, the code's
+effective weight decay 0.01) and the loss on the answer only. :func:`run` does the same
+for ``n_seeds`` seeds at once with :class:`revlib.models.transformer.Transformer` (no
+dropout; GPT-2 has 0.1).
 
-``python -m revlib.experiments.multi_layer --sweep data/multi_layer_sweep.json`` runs every
-entry of :data:`VARIANTS` and writes one record per variant (:mod:`revlib.records`) with the
-final numbers, config, seeds, git hash and run time.
+``python -m revlib.experiments.multi_layer --sweep data/multi_layer_sweep.json`` runs
+every entry of :data:`VARIANTS` and writes one record per variant
+(:mod:`revlib.records`) with the final numbers, config, seeds, git hash and run time.
 """
 
 from __future__ import annotations
@@ -44,13 +45,13 @@ TASKS = ("reversal", "in_context")
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
     """Data: ``vocab`` entity ids (model vocabulary ``vocab + 2``, ``+ 3`` in context),
-    ``word_size`` tokens per entity, ``split_ratio`` of pairs in both directions; in context,
-    ``n_x`` A's times ``n_y`` B's with ``n_y_train`` B's per A in training. Model: ``n_layer``,
-    ``n_head``, ``d_model``, ``positional``. Optimiser: AdamW, ``lr``, ``batch_size``,
-    ``weight_decay`` for ``steps`` steps (:func:`steps_for` converts epochs);
-    ``eval_points`` evaluations. Controls: ``reverse_in_training`` puts the held-out sentences
-    into training (reversal task only: the answer given); ``no_training`` keeps the initial
-    weights (one step of zero loss; no weight decay).
+    ``word_size`` tokens per entity, ``split_ratio`` of pairs in both directions; in
+    context, ``n_x`` A's times ``n_y`` B's with ``n_y_train`` B's per A in training.
+    Model: ``n_layer``, ``n_head``, ``d_model``, ``positional``. Optimiser: AdamW,
+    ``lr``, ``batch_size``, ``weight_decay`` for ``steps`` steps (:func:`steps_for`
+    converts epochs); ``eval_points`` evaluations. Controls: ``reverse_in_training``
+    puts the held-out sentences into training (reversal task only: the answer given);
+    ``no_training`` keeps the initial weights (one step of zero loss; no weight decay).
     """
 
     task: str = "reversal"
@@ -97,7 +98,8 @@ class Config(ExperimentConfig):
                 "reverse_in_training applies to task 'reversal' only, "
                 f"got task {self.task!r}"
             )
-        self.model_config()  # validates n_layer, n_head, d_model (and rotary head width)
+        # validates n_layer, n_head, d_model (and rotary head width)
+        self.model_config()
         super().__post_init__()  # seed, n_seeds; the optimiser's fields
         if self.batch_size > self.n_train:
             raise ValueError(
@@ -155,27 +157,30 @@ class Config(ExperimentConfig):
 
 
 def steps_for(config: Config, epochs: float) -> int:
-    """AdamW steps that make ``epochs`` passes over ``config``'s training sentences (at least
-    one): the step budget follows the data, so a larger vocabulary gets more steps."""
+    """AdamW steps that make ``epochs`` passes over ``config``'s training sentences (at
+    least one): the step budget follows the data, so a larger vocabulary gets more
+    steps."""
     _validate.real("epochs", epochs, 0.0, 1e6, lo_open=True)
     return max(1, int(round(epochs * config.n_train / config.batch_size)))
 
 
 @dataclass
 class Result:
-    """``history``: ``train_nll`` and ``val_nll`` ``[E, S]`` (mean NLL per answer token).
+    """``history``: ``train_nll`` and ``val_nll`` ``[E, S]`` (mean NLL per answer
+    token).
 
-    ``heatmaps[readout][panel]``: ``[S, n, n]`` logits of answer ``j``'s first token after the
-    input of sentence ``i`` (reversal only). ``readout`` is ``"relation"`` (input ``x_i ->``, the
-    position the loss trains) or ``"entity"`` (input ``x_i`` alone, as the paper's
-    ``train_reverse_logits.py`` reads them). Panels: ``train_forward`` and ``train_backward``
-    (pairs trained both ways), ``val_seen`` (the trained direction of the other pairs) and
-    ``val_unseen`` (their held-out direction). ``embedding_cos``: ``[S, K, K]`` cosine
-    similarity of the learned embeddings of the ``K`` entity tokens the data uses, A's then B's.
-    ``heldout_mrr``: ``[S]`` mean reciprocal rank of the held-out answer's first token among
-    the distinct first tokens of every entity of its type (all A's when the answer is an A,
-    all B's when it is a B), read after the relation token; ``chance_mrr``: ``[S]`` the same
-    for a uniform guess among those candidates.
+    ``heatmaps[readout][panel]``: ``[S, n, n]`` logits of answer ``j``'s first token
+    after the input of sentence ``i`` (reversal only). ``readout`` is ``"relation"``
+    (input ``x_i ->``, the position the loss trains) or ``"entity"`` (input ``x_i``
+    alone, as the paper's ``train_reverse_logits.py`` reads them). Panels:
+    ``train_forward`` and ``train_backward`` (pairs trained both ways), ``val_seen``
+    (the trained direction of the other pairs) and ``val_unseen`` (their held-out
+    direction). ``embedding_cos``: ``[S, K, K]`` cosine similarity of the learned
+    embeddings of the ``K`` entity tokens the data uses, A's then B's. ``heldout_mrr``:
+    ``[S]`` mean reciprocal rank of the held-out answer's first token among the distinct
+    first tokens of every entity of its type (all A's when the answer is an A, all B's
+    when it is a B), read after the relation token; ``chance_mrr``: ``[S]`` the same for
+    a uniform guess among those candidates.
     """
 
     config: Config
@@ -192,7 +197,8 @@ class Result:
 
     @property
     def epochs(self) -> np.ndarray:
-        """Training sentences seen divided by the training-set size, at each evaluation."""
+        """Training sentences seen divided by the training-set size, at each
+        evaluation."""
         return self.history.steps * self.config.batch_size / self.config.n_train
 
     @property
@@ -290,7 +296,8 @@ def _heatmaps(model: Transformer, data: ReversalSequences) -> dict:
 def _heldout_mrr(
     model: Transformer, data: ReversalSequences
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rank of each held-out answer among the answers of its own type; see ``Result``."""
+    """Rank of each held-out answer among the answers of its own type; see
+    ``Result``."""
     S, one = data.n_seeds, ~data.both
     n = int(one[0].sum())
     fwd = data.heldout_forward[one].view(S, n)  # [S, n]
@@ -326,14 +333,16 @@ def _cosine(vectors: torch.Tensor) -> torch.Tensor:
 
 
 def off_diagonal_abs(cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and max of ``|cos|`` off the diagonal of ``cos [S, K, K]`` -> two ``[S]`` arrays."""
+    """Mean and max of ``|cos|`` off the diagonal of ``cos [S, K, K]`` -> two ``[S]``
+    arrays."""
     K = cos.shape[-1]
     off = np.abs(cos[:, ~np.eye(K, dtype=bool)])
     return off.mean(axis=1), off.max(axis=1)
 
 
 def gaussian_cosine(n_seeds: int, k: int, d: int, seed: int) -> np.ndarray:
-    """Cosines ``[S, k, k]`` of ``k`` i.i.d. Gaussian vectors in ``R^d`` (the random baseline)."""
+    """Cosines ``[S, k, k]`` of ``k`` i.i.d. Gaussian vectors in ``R^d`` (the random
+    baseline)."""
     return np.stack(
         [
             _cosine(
@@ -345,8 +354,8 @@ def gaussian_cosine(n_seeds: int, k: int, d: int, seed: int) -> np.ndarray:
 
 
 def diagonal_stats(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For logits ``[S, n, n]``: (diagonal minus mean off-diagonal logit, fraction of rows whose
-    largest entry is on the diagonal), each ``[S]``."""
+    """For logits ``[S, n, n]``: (diagonal minus mean off-diagonal logit, fraction of
+    rows whose largest entry is on the diagonal), each ``[S]``."""
     n = logits.shape[-1]
     eye = np.eye(n, dtype=bool)
     diag = logits[:, eye].mean(axis=1)
@@ -368,8 +377,8 @@ VARIANTS: dict[str, dict] = {
 
 
 def sweep(base: Config, variants: dict[str, dict] = VARIANTS) -> list[dict]:
-    """Run every variant; one record (:mod:`revlib.records`) per variant with its config,
-    per-seed numbers (as extras), its ``variant`` name and CPU time."""
+    """Run every variant; one record (:mod:`revlib.records`) per variant with its
+    config, per-seed numbers (as extras), its ``variant`` name and CPU time."""
     recs, git = [], records.git_state()  # the code version at the start of the sweep
     for name, change in variants.items():
         cfg = replace(base, **change)

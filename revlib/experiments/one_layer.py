@@ -1,5 +1,6 @@
-"""Chapter "The one-layer transformer": the reparameterised model trained in ``(Y, Z)`` and an
-actual one-layer transformer with frozen embeddings, on the same reversal data."""
+"""Chapter "The one-layer transformer": the reparameterised model trained in ``(Y, Z)``
+and an actual one-layer transformer with frozen embeddings, on the same reversal
+data."""
 
 from __future__ import annotations
 
@@ -20,16 +21,17 @@ from revlib.train import History, TrainConfig, train
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """``M`` vocabulary (2 relation tokens + entities), ``n`` pairs, ``n_heldout`` pairs whose
-    backward sentence is held out. The reparameterised model trains ``steps`` full-batch GD
-    steps of size ``lr`` from ``Y = Z = 0``; the transformer (``d``, ``embedding``,
-    ``init_std`` of ``W_Q, W_K``; ``W_V`` starts at zero) trains ``tf_steps`` GD steps of
-    size ``tf_lr``.
+    """``M`` vocabulary (2 relation tokens + entities), ``n`` pairs, ``n_heldout`` pairs
+    whose backward sentence is held out. The reparameterised model trains ``steps``
+    full-batch GD steps of size ``lr`` from ``Y = Z = 0``; the transformer (``d``,
+    ``embedding``, ``init_std`` of ``W_Q, W_K``; ``W_V`` starts at zero) trains
+    ``tf_steps`` GD steps of size ``tf_lr``.
 
-    Two controls (the notebook's ``CONTROL``), both off by default: ``reverse_in_training``
-    also trains the held-out backward sentences (still evaluated as held out: a "not learnt"
-    claim must then fail); ``no_training`` turns every optimiser step into a no-op (the loss
-    is multiplied by 0), so every model keeps its initial weights."""
+    Two controls (the notebook's ``CONTROL``), both off by default:
+    ``reverse_in_training`` also trains the held-out backward sentences (still evaluated
+    as held out: a "not learnt" claim must then fail); ``no_training`` turns every
+    optimiser step into a no-op (the loss is multiplied by 0), so every model keeps its
+    initial weights."""
 
     M: int = 200
     n: int = 60
@@ -74,11 +76,11 @@ class Config(ExperimentConfig):
 
 @dataclass
 class Result:
-    """``history`` (reparameterised model) and ``tf_history`` (transformer) hold, ``[E, S]``:
-    ``forward_p`` (mean p(B_i | A_i ->)), ``backward_p`` (trained backward sentences),
-    ``heldout_p`` and ``heldout_p_max`` (p(A_i | B_i <-) over held-out pairs), ``Y_AB``
-    (mean Y[A_i, B_i]) and ``Y_BA_heldout`` (largest |Y[B_i, A_i]| over held-out pairs).
-    ``Y``, ``tf_Y``: final (effective) ``Y`` ``[S, M, M]``."""
+    """``history`` (reparameterised model) and ``tf_history`` (transformer) hold,
+    ``[E, S]``: ``forward_p`` (mean p(B_i | A_i ->)), ``backward_p`` (trained backward
+    sentences), ``heldout_p`` and ``heldout_p_max`` (p(A_i | B_i <-) over held-out
+    pairs), ``Y_AB`` (mean Y[A_i, B_i]) and ``Y_BA_heldout`` (largest |Y[B_i, A_i]| over
+    held-out pairs). ``Y``, ``tf_Y``: final (effective) ``Y`` ``[S, M, M]``."""
 
     config: Config
     task: ReversalTask
@@ -93,14 +95,16 @@ class Result:
         return math.log(self.config.M)
 
     def predicted(self, time: np.ndarray) -> dict[str, np.ndarray]:
-        """Gradient-flow prediction of ``Y[A_i, B_i]`` and ``p(B_i | A_i ->)`` at ``time``."""
+        """Gradient-flow prediction of ``Y[A_i, B_i]`` and ``p(B_i | A_i ->)`` at
+        ``time``."""
         return theory.forward_flow(
             time, self.config.M, self.config.n, self.task.n_train
         )
 
     def blocks(self, Y: np.ndarray, seed_index: int = 0) -> dict[str, np.ndarray]:
-        """Effective-weight blocks of one seed: ``forward`` ``Y[A_i, B_j]`` and ``backward``
-        ``Y[B_i, A_j]`` ``[n, n]``; rows ``i < n_heldout`` are the held-out pairs."""
+        """Effective-weight blocks of one seed: ``forward`` ``Y[A_i, B_j]`` and
+        ``backward`` ``Y[B_i, A_j]`` ``[n, n]``; rows ``i < n_heldout`` are the held-out
+        pairs."""
         a, b = self.task.a[seed_index].numpy(), self.task.b[seed_index].numpy()
         Ys = Y[seed_index]
         return {"forward": Ys[np.ix_(a, b)], "backward": Ys[np.ix_(b, a)]}
@@ -132,8 +136,9 @@ def _evaluate(model, task: ReversalTask, Y_of, extra=None):
 
 
 def _controlled(task: ReversalTask, config: Config) -> ReversalTask:
-    """The task as the control wants it: with ``reverse_in_training`` the held-out backward
-    sentences are appended to the training sentences (and stay the held-out set)."""
+    """The task as the control wants it: with ``reverse_in_training`` the held-out
+    backward sentences are appended to the training sentences (and stay the held-out
+    set)."""
     if not config.reverse_in_training:
         return task
     return dataclasses.replace(
@@ -198,10 +203,11 @@ def run(config: Config) -> Result:
 
 @dataclass
 class TypedResult:
-    """The ``T = 3`` run (two-token entities "A_i a", "B_i b"; reparameterised model only).
-    ``history`` holds, ``[E, S]``, the evals of :class:`Result` plus ``attention_unique``
-    (mean attention of the query on the unique entity token, training sentences),
-    ``Z_BA_heldout`` (largest ``|Z[<-, B_i]|`` over held-out pairs)."""
+    """The ``T = 3`` run (two-token entities "A_i a", "B_i b"; reparameterised model
+    only). ``history`` holds, ``[E, S]``, the evals of :class:`Result` plus
+    ``attention_unique`` (mean attention of the query on the unique entity token,
+    training sentences), ``Z_BA_heldout`` (largest ``|Z[<-, B_i]|`` over held-out
+    pairs)."""
 
     config: Config
     task: ReversalTask
@@ -209,8 +215,8 @@ class TypedResult:
 
 
 def run_typed(config: Config) -> TypedResult:
-    """``T = 3``: the query attends over two context tokens, so ``Z`` moves. Log-spaced evals,
-    since the attention concentrates within the first few steps."""
+    """``T = 3``: the query attends over two context tokens, so ``Z`` moves. Log-spaced
+    evals, since the attention concentrates within the first few steps."""
     task = _controlled(
         typed_reversal_task(config.M, config.n, config.n_heldout, config.seeds), config
     )

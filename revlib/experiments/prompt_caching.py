@@ -1,30 +1,30 @@
-"""Caching prediction by embedding similarity: base model, distillation fine-tuning, and a
-caching simulation (Part IV; Zhu, Zhu & Jiao 2024).
+"""Caching prediction by embedding similarity: base model, distillation fine-tuning, and
+a caching simulation (Part IV; Zhu, Zhu & Jiao 2024).
 
 ``run(Config(model="e5"))`` builds the hard caching set of :mod:`revlib.data.caching`,
-encodes every question once with the base model (keeping the hidden state that enters the
-last ``tune_layers`` encoder layers), and then, for each loss and seed, fine-tunes
+encodes every question once with the base model (keeping the hidden state that enters
+the last ``tune_layers`` encoder layers), and then, for each loss and seed, fine-tunes
 
-- the **head**: ``v -> normalize(W v)`` with ``W`` ``[d, d]`` started at the identity, and
-  the caching model's temperature and offset, ``P(hit) = sigma(cos / lam - c)``;
+- the **head**: ``v -> normalize(W v)`` with ``W`` ``[d, d]`` started at the identity,
+  and the caching model's temperature and offset, ``P(hit) = sigma(cos / lam - c)``;
 - with ``tune_layers = k > 0``, also the last ``k`` encoder layers (the frozen layers
   before them are never re-run),
 
-against a **teacher** that stands in for an LLM judge: the generator's label, replaced by a
-coin flip with probability ``teacher_noise``, stated with confidence ``teacher_confidence``
-(soft probability 0.95 / 0.05 by default). The two losses:
+against a **teacher** that stands in for an LLM judge: the generator's label, replaced
+by a coin flip with probability ``teacher_noise``, stated with confidence
+``teacher_confidence`` (soft probability 0.95 / 0.05 by default). The two losses:
 
 - ``bce``: binary cross-entropy against *hard* labels drawn once from the teacher's
   probability (what a judge that only says yes or no gives);
 - ``sld``: the squared logit difference ``(s_theta - logit p_teacher)^2`` against the
-  teacher's *soft* output (the paper's "SLD"; its exact formula is not public, and this is
-  the book's reading of it, see :mod:`revlib.theory.caching`).
+  teacher's *soft* output (the paper's "SLD"; its exact formula is not public, and this
+  is the book's reading of it, see :mod:`revlib.theory.caching`).
 
-Measured: the AUC of the caching score on all test pairs and on the hard subset (selected
-against the base model, see :func:`revlib.data.caching.hard_subset`), the mean score per
-pair type, and a caching simulation on a request stream: hit rate and error rate (false
-hits / requests) over a swept threshold, with the best possible hit rate. The teacher, the
-hard subset and the stream use held-out countries and templates only.
+Measured: the AUC of the caching score on all test pairs and on the hard subset
+(selected against the base model, see :func:`revlib.data.caching.hard_subset`), the mean
+score per pair type, and a caching simulation on a request stream: hit rate and error
+rate (false hits / requests) over a swept threshold, with the best possible hit rate.
+The teacher, the hard subset and the stream use held-out countries and templates only.
 """
 
 from __future__ import annotations
@@ -47,16 +47,17 @@ LOSSES = ("bce", "sld")
 
 @dataclass(frozen=True)
 class Config:
-    """``model``: ``e5`` (multilingual-e5-small), ``minilm`` (all-MiniLM-L6-v2) or ``tiny``
-    (a random 2-layer BERT, for tests). ``losses``, ``seeds``: one fine-tuning per pair;
-    ``data_seed``: the split and the pairs. ``tune_layers``: 0 fine-tunes the head only.
-    ``steps``, ``batch`` (pairs per step), ``lr`` (head, BCE), ``lr_sld`` (head, SLD: at 0.01,
-    as for BCE, SLD's steep squared loss on logits scaled by 1 / lam sits at the edge of
-    stability, and one E5 run's hard AUC moved by 0.12 between CPU kernel paths; at 0.003
-    every run is the same on both), ``lr_layers`` (encoder layers).
-    ``teacher_noise`` in [0, 1]: probability that the teacher's verdict is a coin flip;
-    ``shuffle_labels``: permute the teacher's verdicts across training pairs (a control).
-    ``stream_length``: requests in the caching simulation."""
+    """``model``: ``e5`` (multilingual-e5-small), ``minilm`` (all-MiniLM-L6-v2) or
+    ``tiny`` (a random 2-layer BERT, for tests). ``losses``, ``seeds``: one fine-tuning
+    per pair; ``data_seed``: the split and the pairs. ``tune_layers``: 0 fine-tunes the
+    head only. ``steps``, ``batch`` (pairs per step), ``lr`` (head, BCE), ``lr_sld``
+    (head, SLD: at 0.01, as for BCE, SLD's steep squared loss on logits scaled by
+    1 / lam sits at the edge of stability, and one E5 run's hard AUC moved by 0.12
+    between CPU kernel paths; at 0.003 every run is the same on both), ``lr_layers``
+    (encoder layers). ``teacher_noise`` in [0, 1]: probability that the teacher's
+    verdict is a coin flip; ``shuffle_labels``: permute the teacher's verdicts across
+    training pairs (a control). ``stream_length``: requests in the caching
+    simulation."""
 
     model: str = "e5"
     losses: tuple[str, ...] = LOSSES
@@ -113,12 +114,12 @@ class Config:
 
 @dataclass
 class Result:
-    """``base``/``tuned[loss][seed index]``: metric dicts (:func:`evaluate`); ``curves``:
-    hit rate and error rate ``[thresholds]`` of the base model and of each loss's first
-    seed; ``best_hit``: the best hit rate any cache reaches on the stream; ``hard``: indices
-    of the hard test pairs; ``lam``, ``c`` ``[loss][seed]``: the fitted temperature and
-    offset. ``test_emb``: the unit embeddings ``[Q, d]`` of the test questions (base, and
-    per loss the first seed's), for further probes."""
+    """``base``/``tuned[loss][seed index]``: metric dicts (:func:`evaluate`);
+    ``curves``: hit rate and error rate ``[thresholds]`` of the base model and of each
+    loss's first seed; ``best_hit``: the best hit rate any cache reaches on the stream;
+    ``hard``: indices of the hard test pairs; ``lam``, ``c`` ``[loss][seed]``: the
+    fitted temperature and offset. ``test_emb``: the unit embeddings ``[Q, d]`` of the
+    test questions (base, and per loss the first seed's), for further probes."""
 
     config: Config
     model_name: str
@@ -136,14 +137,14 @@ class Result:
     test: object = None
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Metrics
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def auc(scores, labels) -> float:
-    """Area under the ROC curve: the probability that a random positive outscores a random
-    negative (ties count one half), by the rank-sum formula."""
+    """Area under the ROC curve: the probability that a random positive outscores a
+    random negative (ties count one half), by the rank-sum formula."""
     s, y = np.asarray(scores, dtype=float), np.asarray(labels).astype(bool)
     n1, n0 = int(y.sum()), int((~y).sum())
     if n1 == 0 or n0 == 0:
@@ -162,9 +163,9 @@ def auc(scores, labels) -> float:
 
 
 def semantic_requests(requests: np.ndarray) -> np.ndarray:
-    """Mask ``[R]`` of the requests that are not an exact repeat of an earlier one: exact
-    repeats are served by a plain key-value cache, so the semantic cache is judged on the
-    others only."""
+    """Mask ``[R]`` of the requests that are not an exact repeat of an earlier one:
+    exact repeats are served by a plain key-value cache, so the semantic cache is judged
+    on the others only."""
     seen, out = set(), np.zeros(len(requests), dtype=bool)
     for t, q in enumerate(requests):
         out[t] = int(q) not in seen
@@ -175,10 +176,11 @@ def semantic_requests(requests: np.ndarray) -> np.ndarray:
 def simulate_cache(
     sim: np.ndarray, keys: list, requests: np.ndarray, thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A cache that stores every miss. A request (a row of ``sim`` ``[Q, Q]``) that is not an
-    exact repeat is a hit when its highest similarity to a stored prompt reaches the
-    threshold; the hit is false when that prompt's response key differs. Returns
-    ``(hit_rate, error_rate)`` ``[thresholds]``, per request that is not an exact repeat."""
+    """A cache that stores every miss. A request (a row of ``sim`` ``[Q, Q]``) that is
+    not an exact repeat is a hit when its highest similarity to a stored prompt reaches
+    the threshold; the hit is false when that prompt's response key differs. Returns
+    ``(hit_rate, error_rate)`` ``[thresholds]``, per request that is not an exact
+    repeat."""
     codes = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     keys = np.array([codes[k] for k in keys])
     new = semantic_requests(requests)
@@ -217,9 +219,9 @@ THRESHOLDS = np.linspace(0.0, 1.0, 201)
 def evaluate(
     test_emb: np.ndarray, test, hard: np.ndarray, requests: np.ndarray
 ) -> dict:
-    """Metrics of unit embeddings ``[Q, d]`` of the test questions (the score of a pair is
-    its cosine; the head's sigma(cos / lam - c) is monotone in it, so AUCs and threshold
-    sweeps are the same)."""
+    """Metrics of unit embeddings ``[Q, d]`` of the test questions (the score of a pair
+    is its cosine; the head's sigma(cos / lam - c) is monotone in it, so AUCs and
+    threshold sweeps are the same)."""
     i, j = test.pairs[:, 0], test.pairs[:, 1]
     cos = (test_emb[i] * test_emb[j]).sum(1)
     sim = test_emb @ test_emb.T
@@ -237,9 +239,9 @@ def evaluate(
     return out
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Encoding and fine-tuning
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _encoder(name: str):
@@ -264,7 +266,8 @@ def _prefix(enc, texts, k: int, model: str):
 
     The frozen base model is deterministic, so its outputs are kept in ``.cache/`` (git-
     ignored), named by a hash of the model, ``k``, the texts and the library versions;
-    control runs and re-executions then pay only for the fine-tuning. Written atomically."""
+    control runs and re-executions then pay only for the fine-tuning. Written
+    atomically."""
     if model == "tiny":
         return _compute_prefix(enc, texts, k)
     import hashlib
@@ -299,7 +302,8 @@ def _prefix(enc, texts, k: int, model: str):
 
 
 class Head(torch.nn.Module):
-    """``normalize(W v)`` and the caching logit ``cos / lam - c`` (``lam = exp(log_lam)``)."""
+    """``normalize(W v)`` and the caching logit ``cos / lam - c``
+    (``lam = exp(log_lam)``)."""
 
     def __init__(self, d: int, lam: float, c: float):
         super().__init__()
@@ -321,7 +325,8 @@ def teacher_targets(
     shuffle: bool,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The teacher's soft probability ``[P]`` and the hard labels drawn from it ``[P]``."""
+    """The teacher's soft probability ``[P]`` and the hard labels drawn from it
+    ``[P]``."""
     verdict = labels.copy()
     flip = rng.random(len(labels)) < noise
     verdict[flip] = rng.integers(0, 2, int(flip.sum()))
@@ -411,7 +416,8 @@ def _embed_all(embed, hidden, mask, batch: int = 128) -> np.ndarray:
 
 
 def run(config: Config) -> Result:
-    """Base-model metrics, then one fine-tuning per (loss, seed); see the module docstring."""
+    """Base-model metrics, then one fine-tuning per (loss, seed); see the module
+    docstring."""
     cfg = config
     t0 = time.perf_counter()
     train, test = data.build(cfg.data_seed, cfg.n_train_per_type, cfg.n_test_per_type)
@@ -479,9 +485,9 @@ def run(config: Config) -> Result:
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The stored runs of the chapter
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 # the stored runs were made with the head's step 0.01 for both losses (before lr_sld)
 STORED_LAYERS = {

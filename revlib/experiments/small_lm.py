@@ -1,10 +1,12 @@
-"""Chapter "Training dynamics of a small LM from scratch": a small causal transformer trained
-on the generated corpus of :mod:`revlib.data.small_corpus` with the loss on every token.
+"""Chapter "Training dynamics of a small LM from scratch": a small causal transformer
+trained on the generated corpus of :mod:`revlib.data.small_corpus` with the loss on
+every token.
 
-We follow, at the IOI answer positions of clean test sequences (``alpha = 0``: the answer is
-always the IO name), the probability of the generic token ``the``, of the IO name and of the
-subject name over training; then we remove or truncate the feed-forward layers of the last
-layers (``ff_off``, :func:`revlib.probes.truncated`) and measure where the probability goes.
+We follow, at the IOI answer positions of clean test sequences (``alpha = 0``: the
+answer is always the IO name), the probability of the generic token ``the``, of the IO
+name and of the subject name over training; then we remove or truncate the feed-forward
+layers of the last layers (``ff_off``, :func:`revlib.probes.truncated`) and measure
+where the probability goes.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ METRICS = ("p_the", "p_io", "p_s", "loss")
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """A ``n_layer``-layer, ``n_head``-head pre-LN transformer of width ``d`` with learned
-    embeddings and positions, AdamW on the next-token loss of every position of fresh
-    sequences. ``p_ioi``/``alpha``: see :func:`revlib.data.small_corpus.sample`.
-    ``rank_fractions``: fractions of the last FF's ``W_in`` rank kept in the final sweep."""
+    """A ``n_layer``-layer, ``n_head``-head pre-LN transformer of width ``d`` with
+    learned embeddings and positions, AdamW on the next-token loss of every position of
+    fresh sequences. ``p_ioi``/``alpha``: see :func:`revlib.data.small_corpus.sample`.
+    ``rank_fractions``: fractions of the last FF's ``W_in`` rank kept in the final
+    sweep."""
 
     n_layer: int = 2
     n_head: int = 2
@@ -82,10 +85,11 @@ class Config(ExperimentConfig):
 
 @dataclass
 class Result:
-    """``history[name]`` ``[E, S]`` for :data:`METRICS` (clean test, answer positions; loss
-    on noisy test data, every position). ``ablation[name][layer]`` ``[S]``: the metrics with
-    the FF of layers ``layer..n_layer-1`` removed. ``ranks`` and ``sweep[name]`` ``[R, S]``:
-    the last layer's FF input matrix truncated to each rank."""
+    """``history[name]`` ``[E, S]`` for :data:`METRICS` (clean test, answer positions;
+    loss on noisy test data, every position). ``ablation[name][layer]`` ``[S]``: the
+    metrics with the FF of layers ``layer..n_layer-1`` removed. ``ranks`` and
+    ``sweep[name]`` ``[R, S]``: the last layer's FF input matrix truncated to each
+    rank."""
 
     config: Config
     history: History
@@ -112,7 +116,8 @@ def answer_probs(model: Transformer, data: sc.Corpus, ff_off=frozenset()) -> dic
 
 
 def run(config: Config) -> Result:
-    """Train ``n_seeds`` models at once; evaluate on clean IOI answers (``alpha = 0``)."""
+    """Train ``n_seeds`` models at once; evaluate on clean IOI answers
+    (``alpha = 0``)."""
     S, B = config.n_seeds, config.batch_size
     pool = sc.sample(
         config.seeds,

@@ -1,9 +1,9 @@
-"""Chapter "Abstract concepts against surface names": the standard transformer on the reversal
-data of Wang & Sun (2025), with one token per entity or with two-token names.
+"""Chapter "Abstract concepts against surface names": the standard transformer on the
+reversal data of Wang & Sun (2025), with one token per entity or with two-token names.
 
 The model is :mod:`revlib.models.transformer` as in the paper's code: no positional
-embeddings (order comes only from the causal mask), tied input/output embeddings, loss on the
-target tokens only, AdamW at a constant learning rate.
+embeddings (order comes only from the causal mask), tied input/output embeddings, loss
+on the target tokens only, AdamW at a constant learning rate.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from revlib.train import History, train
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """Data: ``n_a``, ``n_b`` entities, ``n_rel`` relation pairs, ``multiplicity`` (0: one token
-    per entity). Model: ``n_layer``, ``d_model``, ``n_head``. Optimiser: AdamW with ``lr``,
-    ``weight_decay``, ``batch_size``, ``steps``. ``n_eval`` facts per split are evaluated.
-    ``reverse_in_training`` (a control): the held-out reverse facts (split ``test``) are trained
-    too, so a test that reads "not learnt" must fail."""
+    """Data: ``n_a``, ``n_b`` entities, ``n_rel`` relation pairs, ``multiplicity`` (0:
+    one token per entity). Model: ``n_layer``, ``d_model``, ``n_head``. Optimiser: AdamW
+    with ``lr``, ``weight_decay``, ``batch_size``, ``steps``. ``n_eval`` facts per split
+    are evaluated. ``reverse_in_training`` (a control): the held-out reverse facts
+    (split ``test``) are trained too, so a test that reads "not learnt" must fail."""
 
     n_a: int = 1000
     n_b: int = 600
@@ -65,8 +65,8 @@ class Config(ExperimentConfig):
 
 @dataclass
 class Result:
-    """``history[f"{split}_acc"]``, ``history[f"{split}_mrr"]``: ``[E, S]``. ``final``: the same
-    at the end, ``[S]`` each. ``model`` and ``task`` are kept for probing."""
+    """``history[f"{split}_acc"]``, ``history[f"{split}_mrr"]``: ``[E, S]``. ``final``:
+    the same at the end, ``[S]`` each. ``model`` and ``task`` are kept for probing."""
 
     config: Config
     task: BindingTask
@@ -78,7 +78,8 @@ class Result:
 
 
 def _target_mask(S: int, N: int, L: int) -> torch.Tensor:
-    """``[S, N, 2L+1]``: the positions (from ``<mask>`` on) whose next token is a target token."""
+    """``[S, N, 2L+1]``: the positions (from ``<mask>`` on) whose next token is a target
+    token."""
     m = torch.zeros(2 * L + 1, dtype=torch.bool)
     m[L + 1 :] = True
     return m.expand(S, N, -1)
@@ -87,8 +88,8 @@ def _target_mask(S: int, N: int, L: int) -> torch.Tensor:
 def metrics(
     model: Transformer, seqs: torch.Tensor, L: int, n_name_tokens: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Teacher-forced exact-match accuracy of the whole target name and MRR of its first token,
-    ranked among the name tokens; ``seqs [S, N, 2L+2]`` -> ``([S], [S])``."""
+    """Teacher-forced exact-match accuracy of the whole target name and MRR of its first
+    token, ranked among the name tokens; ``seqs [S, N, 2L+2]`` -> ``([S], [S])``."""
     logits = model(seqs[..., :-1])[..., L + 1 :, :n_name_tokens]  # [S, N, L, V_names]
     gold = seqs[..., L + 2 :]  # [S, N, L]
     acc = (logits.argmax(-1) == gold).all(-1).float().mean(-1)
@@ -97,7 +98,8 @@ def metrics(
 
 
 def run(config: Config) -> Result:
-    """Train ``config.n_seeds`` standard transformers (one batched model) and evaluate them."""
+    """Train ``config.n_seeds`` standard transformers (one batched model) and evaluate
+    them."""
     task = binding_task(
         config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds
     )

@@ -1,1 +1,2 @@
-"""Models. Each keeps a leading seed axis on its parameters so several seeds train as one."""
+"""Models. Each keeps a leading seed axis on its parameters so several seeds train as
+one."""

@@ -26,18 +26,21 @@ class Bilinear(nn.Module):
             theta0 = torch.zeros(n_seeds, dim, dim)
         if theta0.shape != (n_seeds, dim, dim):
             raise ValueError(
-                f"theta0 must have shape {(n_seeds, dim, dim)}, got {tuple(theta0.shape)}"
+                f"theta0 must have shape {(n_seeds, dim, dim)}, "
+                f"got {tuple(theta0.shape)}"
             )
         self.theta = nn.Parameter(theta0.clone().float())
 
     def logits(self, inputs: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
-        """``inputs [S, N, r]``, ``vocab [S, m, r]`` -> logits ``x^T Theta v_j``, ``[S, N, m]``."""
+        """``inputs [S, N, r]``, ``vocab [S, m, r]`` -> logits ``x^T Theta v_j``,
+        ``[S, N, m]``."""
         return inputs @ self.theta @ vocab.transpose(-1, -2)
 
     def loss(
         self, vocab: torch.Tensor, inp: torch.Tensor, out: torch.Tensor
     ) -> torch.Tensor:
-        """Mean cross-entropy ``-log p(out | inp)`` per seed, ``[S]``; ``inp``/``out`` ids ``[S, N]``."""
+        """Mean cross-entropy ``-log p(out | inp)`` per seed, ``[S]``; ``inp``/``out``
+        ids ``[S, N]``."""
         x = torch.gather(vocab, 1, inp[..., None].expand(-1, -1, vocab.shape[-1]))
         logp = torch.log_softmax(self.logits(x, vocab), dim=-1)
         return -torch.gather(logp, 2, out[..., None]).squeeze(-1).mean(dim=1)

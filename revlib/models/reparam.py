@@ -1,22 +1,23 @@
 """The one-layer transformer of Zhu et al. 2024 (Section 4), in two forms.
 
 Both read a sequence ``x_1 .. x_T`` whose last token ``x_T`` is the query and predict
-``x_{T+1}``. The query attends to the context tokens ``x_1 .. x_{T-1}`` only (not to itself),
-with weights ``b_t = softmax_t Z[x_T, x_t]``, and a residual carries the query's own token, so
-that the logit of token ``k`` is
+``x_{T+1}``. The query attends to the context tokens ``x_1 .. x_{T-1}`` only (not to
+itself), with weights ``b_t = softmax_t Z[x_T, x_t]``, and a residual carries the
+query's own token, so that the logit of token ``k`` is
 
     ``logit(k) = sum_{t<T} b_t Y[x_t, k] + Y[x_T, k]``.
 
-* :class:`Reparam` trains ``Y`` and ``Z`` (``[S, M, M]``) directly: the reparameterisation of
-  Tian et al. (2023), ``Z = U W_Q W_K^T U^T / sqrt(d)``, ``Y = U W_V^T U^T``.
+* :class:`Reparam` trains ``Y`` and ``Z`` (``[S, M, M]``) directly: the
+  reparameterisation of Tian et al. (2023), ``Z = U W_Q W_K^T U^T / sqrt(d)``,
+  ``Y = U W_V^T U^T``.
 * :class:`OneLayer` is the transformer those matrices come from: frozen embeddings ``U``
-  (``[S, M, d]``, orthonormal rows or Gaussian), trainable ``W_Q, W_K, W_V`` (``[S, d, d]``);
-  the value map ``W_V`` acts on the residual sum (attention output plus query embedding) and
-  the unembedding is ``U`` itself. Its logits are exactly those of :class:`Reparam` at
-  ``(Y, Z) = (effective_Y(), effective_Z())``, for any ``U``.
+  (``[S, M, d]``, orthonormal rows or Gaussian), trainable ``W_Q, W_K, W_V``
+  (``[S, d, d]``); the value map ``W_V`` acts on the residual sum (attention output plus
+  query embedding) and the unembedding is ``U`` itself. Its logits are exactly those of
+  :class:`Reparam` at ``(Y, Z) = (effective_Y(), effective_Z())``, for any ``U``.
 
-The residual term is our reading of the model (the paper's exact form was not available to
-us); without it the relation token could not enter the logits at all when ``T = 2``.
+The residual term is our reading of the model (the paper's exact form was not available
+to us); without it the relation token could not enter the logits at all when ``T = 2``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ EMBEDDINGS = ("orthonormal", "gaussian")
 def reparam_logits(
     Y: torch.Tensor, Z: torch.Tensor, ctx: torch.Tensor, query: torch.Tensor
 ) -> torch.Tensor:
-    """``Y, Z [S, M, M]``, ``ctx [S, B, T-1]``, ``query [S, B]`` ids -> logits ``[S, B, M]``."""
+    """``Y, Z [S, M, M]``, ``ctx [S, B, T-1]``, ``query [S, B]`` ids -> logits
+    ``[S, B, M]``."""
     S, B, C = ctx.shape
     seeds = torch.arange(S)[:, None, None]
     scores = Z[seeds, query[..., None], ctx]  # [S, B, C]: Z[x_T, x_t]
@@ -53,7 +55,8 @@ def nll(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 class Reparam(nn.Module):
-    """``S`` reparameterised one-layer transformers: ``Y, Z [S, M, M]``, zero at the start."""
+    """``S`` reparameterised one-layer transformers: ``Y, Z [S, M, M]``, zero at the
+    start."""
 
     def __init__(self, n_seeds: int, M: int):
         super().__init__()
@@ -81,7 +84,8 @@ def embedding_matrix(kind: str, M: int, d: int, seed: int) -> torch.Tensor:
 
 class OneLayer(nn.Module):
     """``S`` one-layer transformers with frozen embeddings ``U [S, M, d]`` and trainable
-    ``W_Q, W_K, W_V [S, d, d]`` (i.i.d. ``N(0, init_std^2)``; ``W_V`` may start at zero)."""
+    ``W_Q, W_K, W_V [S, d, d]`` (i.i.d. ``N(0, init_std^2)``; ``W_V`` may start at
+    zero)."""
 
     def __init__(
         self,
@@ -135,7 +139,8 @@ class OneLayer(nn.Module):
             torch.einsum("sbe,sbce->sbc", q, k) / math.sqrt(self.d), dim=-1
         )
         f = (b[..., None] * u_ctx).sum(dim=2) + u_q  # attention output + residual
-        # logit(k) = f^T W_V^T u_k, i.e. rows of U W_V^T U^T weighted as in the reparameterisation
+        # logit(k) = f^T W_V^T u_k, i.e. rows of U W_V^T U^T weighted as in the
+        # reparameterisation
         return torch.einsum("sbd,sed,sme->sbm", f, self.W_V, self.U)
 
     def effective_Y(self) -> torch.Tensor:

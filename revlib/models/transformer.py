@@ -1,12 +1,12 @@
 """A small causal transformer, nanoGPT-like, for all three parts of the book.
 
-Every parameter carries a leading seed axis ``S``, so ``S`` independent models (one per seed)
-train as one batched model: activations are ``[S, B, T, d]`` and each matrix product is a
-batched ``[S, ...]`` product. The switches are the ones the papers vary: number of layers,
-heads and width; positional encoding (none / absolute / rotary); learned or frozen
-embeddings and unembedding; tied or untied output; the feed-forward block of each layer
-(``"mlp"``, ``"linear"`` or ``"none"``); LayerNorm on or off; the query map fixed to the
-identity (the toy model of Chen et al.).
+Every parameter carries a leading seed axis ``S``, so ``S`` independent models (one per
+seed) train as one batched model: activations are ``[S, B, T, d]`` and each matrix
+product is a batched ``[S, ...]`` product. The switches are the ones the papers vary:
+number of layers, heads and width; positional encoding (none / absolute / rotary);
+learned or frozen embeddings and unembedding; tied or untied output; the feed-forward
+block of each layer (``"mlp"``, ``"linear"`` or ``"none"``); LayerNorm on or off; the
+query map fixed to the identity (the toy model of Chen et al.).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ POSITIONS = ("none", "absolute", "rotary")
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Architecture. ``ff`` is one kind for every layer or a tuple with one kind per layer."""
+    """Architecture. ``ff`` is one kind for every layer or a tuple with one kind per
+    layer."""
 
     vocab_size: int
     block_size: int
@@ -145,7 +146,8 @@ class SeedLayerNorm(nn.Module):
 
 
 def _rotary(x: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding of ``x [..., T, dh]`` (pairs of channels rotated by position)."""
+    """Rotary position embedding of ``x [..., T, dh]`` (pairs of channels rotated by
+    position)."""
     T, dh = x.shape[-2], x.shape[-1]
     inv = 1.0 / (10000 ** (torch.arange(0, dh, 2, dtype=torch.float32) / dh))
     ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]
@@ -188,7 +190,8 @@ class Attention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """``"mlp"``: ``W2 relu(W1 x)`` with width ``ff_mult * d``; ``"linear"``: ``W x``."""
+    """``"mlp"``: ``W2 relu(W1 x)`` with width ``ff_mult * d``; ``"linear"``:
+    ``W x``."""
 
     def __init__(self, S: int, cfg: TransformerConfig, kind: str, out_std: float):
         super().__init__()
@@ -234,7 +237,8 @@ class Internals:
 
 
 class Transformer(nn.Module):
-    """``S`` causal transformers sharing one architecture; tokens ``[S, B, T]`` -> logits ``[S, B, T, V]``."""
+    """``S`` causal transformers sharing one architecture; tokens ``[S, B, T]`` ->
+    logits ``[S, B, T, V]``."""
 
     def __init__(self, cfg: TransformerConfig, n_seeds: int, seed: int = 0):
         super().__init__()
@@ -275,7 +279,8 @@ class Transformer(nn.Module):
         internals: Internals | None = None,
         ff_off: set[int] | frozenset = frozenset(),
     ) -> torch.Tensor:
-        """``idx [S, B, T]`` -> logits ``[S, B, T, V]``. ``ff_off``: layers whose FF is skipped."""
+        """``idx [S, B, T]`` -> logits ``[S, B, T, V]``. ``ff_off``: layers whose FF is
+        skipped."""
         S, B, T = idx.shape
         if S != self.n_seeds or T > self.cfg.block_size:
             raise ValueError(
@@ -318,7 +323,8 @@ def draw_weights(model: nn.Module, stds: dict[str, float], seed: int) -> None:
 
 
 def _stream(seed: int, name: str) -> int:
-    """A seed for the stream of parameter ``name`` of model ``seed`` (stable across runs)."""
+    """A seed for the stream of parameter ``name`` of model ``seed`` (stable across
+    runs)."""
     h = 0
     for c in name:
         h = (h * 131 + ord(c)) % 2**31

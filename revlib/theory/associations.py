@@ -1,13 +1,13 @@
-"""Closed forms for noisy in-context recall at initialisation (Chen, Bruna & Bietti 2025,
-Theorem 1, in the simplified form derived in the chapter).
+"""Closed forms for noisy in-context recall at initialisation (Chen, Bruna & Bietti
+2025, Theorem 1, in the simplified form derived in the chapter).
 
 The simplified predictor at a trigger position ``t`` (input ``q``) with orthonormal
 embeddings (so weights are written directly as ``V x V`` matrices) is
 
     xi = W_F e_q + W_V h_t,      h_t = (1 / t) sum_{s <= t} e_{z_s}
 
-(uniform attention over the context, the state at initialisation). At ``W_F = W_V = 0`` the
-prediction is uniform, ``p = 1 / V``, and the cross-entropy gradients are
+(uniform attention over the context, the state at initialisation). At ``W_F = W_V = 0``
+the prediction is uniform, ``p = 1 / V``, and the cross-entropy gradients are
 
     -grad_{W_F} L e_q = E[e_y] - 1/V,        -grad_{W_V} L = E[(e_y - 1/V) h_t^T].
 """
@@ -23,7 +23,8 @@ from revlib.data import noisy_recall as nr
 
 def ff_signal(alpha, V: int = nr.VOCAB_SIZE):
     """Expected FF gradient column ``-grad W_F e_q`` at ``tau`` and at any other token:
-    ``(alpha (1 - 1/V), -alpha / V)``; their difference, the margin it writes, is ``alpha``.
+    ``(alpha (1 - 1/V), -alpha / V)``; their difference, the margin it writes, is
+    ``alpha``.
 
     Implements item 1 of thm-grad-init (eq-memory-gradient at
     eq-simplified-predictor)."""
@@ -32,8 +33,9 @@ def ff_signal(alpha, V: int = nr.VOCAB_SIZE):
 
 
 def ff_noise(alpha, n_positions, V: int = nr.VOCAB_SIZE):
-    """Standard deviation of the empirical ``tau`` entry over ``n_positions`` loss positions,
-    treating the labels as independent: ``sqrt(p (1 - p) / M)``, ``p = alpha + (1-alpha)/V``.
+    """Standard deviation of the empirical ``tau`` entry over ``n_positions`` loss
+    positions, treating the labels as independent: ``sqrt(p (1 - p) / M)``,
+    ``p = alpha + (1-alpha)/V``.
 
     Serves thm-grad-init (the noise of its FF signal; no equation label of its own)."""
     p = np.asarray(alpha, dtype=float) + (1 - np.asarray(alpha, dtype=float)) / V
@@ -41,19 +43,20 @@ def ff_noise(alpha, n_positions, V: int = nr.VOCAB_SIZE):
 
 
 def attention_signal_exact(mean_label_frequency, V: int = nr.VOCAB_SIZE):
-    """Copy signal of ``-grad W_V``: mean diagonal minus mean off-diagonal entry, which equals
-    ``(E[h_t(y)] - 1/V) / (V - 1)`` exactly (rows of ``E[(e_y - 1/V) h^T]`` sum to zero).
+    """Copy signal of ``-grad W_V``: mean diagonal minus mean off-diagonal entry, which
+    equals ``(E[h_t(y)] - 1/V) / (V - 1)`` exactly (rows of ``E[(e_y - 1/V) h^T]`` sum
+    to zero).
 
     Implements the left-hand side of eq-copy-signal."""
     return (np.asarray(mean_label_frequency, dtype=float) - 1 / V) / (V - 1)
 
 
 def attention_signal_leading(alpha, rho, V: int = nr.VOCAB_SIZE):
-    """Leading order of :func:`attention_signal_exact`: the label ``y`` sits at each of the
-    ``n - 1`` earlier trigger-followers with probability ``(1 - alpha)^2 + alpha^2`` (both
-    ``ybar`` and ``tau`` are labels that copying rewards), and ``rho = E[(n - 1) / t]`` is
-    the share of the context they occupy, so the signal is about
-    ``((1 - alpha)^2 + alpha^2 - 1/V) rho / (V - 1) = O(1 / V)``.
+    """Leading order of :func:`attention_signal_exact`: the label ``y`` sits at each of
+    the ``n - 1`` earlier trigger-followers with probability ``(1 - alpha)^2 + alpha^2``
+    (both ``ybar`` and ``tau`` are labels that copying rewards), and
+    ``rho = E[(n - 1) / t]`` is the share of the context they occupy, so the signal is
+    about ``((1 - alpha)^2 + alpha^2 - 1/V) rho / (V - 1) = O(1 / V)``.
 
     Implements the right-hand side of eq-copy-signal."""
     alpha = np.asarray(alpha, dtype=float)
@@ -61,9 +64,9 @@ def attention_signal_leading(alpha, rho, V: int = nr.VOCAB_SIZE):
 
 
 def context_histograms(data: nr.NoisyRecall, attention: bool = True) -> torch.Tensor:
-    """``h_t`` ``[S, N, T, V]``: the share of each token among inputs ``z_1 .. z_t``. With
-    ``attention=False`` (the attention removed, a control) the value path reads the current
-    token only, ``h_t = e_{z_t}``.
+    """``h_t`` ``[S, N, T, V]``: the share of each token among inputs ``z_1 .. z_t``.
+    With ``attention=False`` (the attention removed, a control) the value path reads the
+    current token only, ``h_t = e_{z_t}``.
 
     Implements h_t of eq-simplified-predictor."""
     if not attention:
@@ -91,11 +94,12 @@ def init_gradients(data: nr.NoisyRecall) -> tuple[torch.Tensor, torch.Tensor]:
 def autograd_init_gradients(
     data: nr.NoisyRecall, attention: bool = True, h: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The same gradients as :func:`init_gradients`, measured independently of its formulas:
-    ``torch.autograd`` through the cross-entropy of ``xi = W_F e_{z_t} + W_V h_t`` at
-    ``W_F = W_V = 0``. Returns ``-grad_{W_F} L e_q`` ``[S, V]``, ``-grad_{W_V} L`` ``[S, V, V]``
-    of the mean loss over the loss positions, and their count ``[S]`` (to pool chunks).
-    ``h``: :func:`context_histograms` of ``data`` if already computed.
+    """The same gradients as :func:`init_gradients`, measured independently of its
+    formulas: ``torch.autograd`` through the cross-entropy of
+    ``xi = W_F e_{z_t} + W_V h_t`` at ``W_F = W_V = 0``. Returns ``-grad_{W_F} L e_q``
+    ``[S, V]``, ``-grad_{W_V} L`` ``[S, V, V]`` of the mean loss over the loss
+    positions, and their count ``[S]`` (to pool chunks). ``h``:
+    :func:`context_histograms` of ``data`` if already computed.
 
     Measures eq-memory-gradient for eq-simplified-predictor by autograd (the check of
     init_gradients)."""
@@ -116,7 +120,8 @@ def autograd_init_gradients(
 
 
 def ff_margin(g_f: torch.Tensor) -> torch.Tensor:
-    """``tau`` entry minus the mean of the other entries of ``g_f`` ``[..., V] -> [...]``.
+    """``tau`` entry minus the mean of the other entries of ``g_f``
+    ``[..., V] -> [...]``.
 
     Implements the FF margin of thm-grad-init, item 1."""
     V = g_f.shape[-1]
@@ -136,11 +141,11 @@ def copy_signal(g_v: torch.Tensor) -> torch.Tensor:
 def sequence_statistics(
     data: nr.NoisyRecall, attention: bool = True, h: torch.Tensor | None = None
 ) -> dict[str, torch.Tensor]:
-    """Per-sequence sums from which any batch's empirical gradients follow, ``[S, N, ...]``:
-    ``n_pos`` loss positions, ``n_tau`` labels equal to ``tau``, ``sum_hy`` the summed
-    ``h_t(y)``, ``diag`` ``[S, N, V]`` the summed copy entries ``(1{y=j} - 1/V) h_t(j)``,
-    ``rho`` the summed ``(n - 1) / t``; ``attention`` as in :func:`context_histograms`
-    (``h``: its value if already computed).
+    """Per-sequence sums from which any batch's empirical gradients follow,
+    ``[S, N, ...]``: ``n_pos`` loss positions, ``n_tau`` labels equal to ``tau``,
+    ``sum_hy`` the summed ``h_t(y)``, ``diag`` ``[S, N, V]`` the summed copy entries
+    ``(1{y=j} - 1/V) h_t(j)``, ``rho`` the summed ``(n - 1) / t``; ``attention`` as in
+    :func:`context_histograms` (``h``: its value if already computed).
 
     Serves eq-memory-gradient and eq-copy-signal (their per-sequence sums)."""
     V = nr.VOCAB_SIZE
@@ -162,9 +167,9 @@ def batch_estimates(
     stats: dict[str, torch.Tensor], batch: int
 ) -> dict[str, torch.Tensor]:
     """Split the sequences into consecutive batches of ``batch`` and return, per batch
-    ``[S, K]``: ``ff_tau`` (the empirical ``tau`` entry of ``-grad W_F e_q``), ``ff_margin``
-    (``tau`` entry minus mean of the others), ``copy`` (the copy signal) and ``diag``
-    ``[S, K, V]`` (each diagonal entry of ``-grad W_V``).
+    ``[S, K]``: ``ff_tau`` (the empirical ``tau`` entry of ``-grad W_F e_q``),
+    ``ff_margin`` (``tau`` entry minus mean of the others), ``copy`` (the copy signal)
+    and ``diag`` ``[S, K, V]`` (each diagonal entry of ``-grad W_V``).
 
     Serves eq-memory-gradient and eq-copy-signal (their per-batch estimates)."""
     V = nr.VOCAB_SIZE

@@ -1,7 +1,8 @@
 """What the theory of the bilinear model predicts (Zhu et al. 2024, Section 3).
 
-Notation as in the book: vocabulary ``V`` (``m`` tokens), embeddings ``x, y``, training set
-``D`` of ``N`` pairs, loss ``L(Theta) = (1/N) sum_{(x,y) in D} -log p_Theta(y | x)``.
+Notation as in the book: vocabulary ``V`` (``m`` tokens), embeddings ``x, y``, training
+set ``D`` of ``N`` pairs, loss
+``L(Theta) = (1/N) sum_{(x,y) in D} -log p_Theta(y | x)``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ def gradient(
 
     Shapes: ``theta [S, r, r]``, ``vocab [S, m, r]``, ``inp``/``out`` ids ``[S, N]``.
     Every term is an outer product ``x (.)^T`` of embeddings, so the gradient lies in
-    ``span(V) (x) span(V)``: gradient descent never leaves the span, which is why training
-    in span coordinates is exact.
+    ``span(V) (x) span(V)``: gradient descent never leaves the span, which is why
+    training in span coordinates is exact.
 
     Implements eq-bilinear-gradient.
     """
@@ -33,15 +34,18 @@ def gradient(
 
 
 def orthogonal_limit_train_loss(t: np.ndarray, m: int, n_train: int) -> np.ndarray:
-    """Training loss under gradient flow from ``Theta_0 = 0`` when embeddings are orthonormal.
+    """Training loss under gradient flow from ``Theta_0 = 0`` when embeddings are
+    orthonormal.
 
     Each training pair then evolves on its own: the target logit gains
-    ``(1 - p)/N`` per unit time and each of the ``m - 1`` others loses ``(1 - p)/(N(m-1))``,
-    so the margin ``s`` obeys ``ds/dt = m / (N (e^s + m - 1))``. Integrating from ``s = 0``:
+    ``(1 - p)/N`` per unit time and each of the ``m - 1`` others loses
+    ``(1 - p)/(N(m-1))``, so the margin ``s`` obeys ``ds/dt = m / (N (e^s + m - 1))``.
+    Integrating from ``s = 0``:
 
         ``e^s + (m - 1) s - 1 = m t / N``,   ``L(t) = log(1 + (m - 1) e^{-s})``.
 
-    This is the ``d -> infinity`` limit; the reverse loss stays at ``log m`` exactly there.
+    This is the ``d -> infinity`` limit; the reverse loss stays at ``log m`` exactly
+    there.
 
     Implements eq-bilinear-limit.
     """
@@ -56,7 +60,8 @@ def orthogonal_limit_train_loss(t: np.ndarray, m: int, n_train: int) -> np.ndarr
 
 def near_orthogonality_scale(m: int, d: np.ndarray) -> np.ndarray:
     """``sqrt(2 log m / d)``: the scale of the largest ``|cos|`` among ``m`` Gaussian
-    embeddings in dimension ``d`` (Johnson-Lindenstrauss; why ``d = Omega(log m)`` suffices).
+    embeddings in dimension ``d`` (Johnson-Lindenstrauss; why ``d = Omega(log m)``
+    suffices).
 
     Serves thm-bilinear-separation (its near-orthogonality condition; no equation label
     of its own)."""
@@ -64,12 +69,13 @@ def near_orthogonality_scale(m: int, d: np.ndarray) -> np.ndarray:
 
 
 def smallest_epsilon(train_loss: np.ndarray, reverse_loss: np.ndarray) -> np.ndarray:
-    """Smallest ``epsilon >= 0`` with ``Lrev_t / Lrev_0 >= (L_t / L_0)^epsilon`` for every ``t``.
+    """Smallest ``epsilon >= 0`` with ``Lrev_t / Lrev_0 >= (L_t / L_0)^epsilon`` for
+    every ``t``.
 
-    ``train_loss``, ``reverse_loss``: ``[T, S]``, row 0 at ``t = 0``. Taking logs, the bound
-    reads ``log(Lrev_t/Lrev_0) >= epsilon * log(L_t/L_0)``, and ``log(L_t/L_0) < 0`` once
-    training has started, so ``epsilon >= log(Lrev_t/Lrev_0) / log(L_t/L_0)`` for each ``t``.
-    Returns ``[S]``.
+    ``train_loss``, ``reverse_loss``: ``[T, S]``, row 0 at ``t = 0``. Taking logs, the
+    bound reads ``log(Lrev_t/Lrev_0) >= epsilon * log(L_t/L_0)``, and
+    ``log(L_t/L_0) < 0`` once training has started, so
+    ``epsilon >= log(Lrev_t/Lrev_0) / log(L_t/L_0)`` for each ``t``. Returns ``[S]``.
 
     Implements the bound of thm-bilinear-separation (no equation label of its own).
     """
@@ -85,7 +91,8 @@ def initial_probability_range(
 ) -> torch.Tensor:
     """``[S, 2]``: min and max of ``m * p_Theta0(y | x)`` over all ``x, y`` in ``V``.
 
-    The pretrained-initialisation theorem needs ``1/(2m) < p < 2/m``, i.e. both in ``(1/2, 2)``.
+    The pretrained-initialisation theorem needs ``1/(2m) < p < 2/m``, i.e. both in
+    ``(1/2, 2)``.
 
     Implements the condition of thm-bilinear-pretrained on eq-bilinear-model.
     """

@@ -1,22 +1,23 @@
 """The book's own theory of caching prediction with a linear head (not the paper's).
 
-Chapter "Prompt caching via embedding similarity" (Part IV). The paper states finite-sample
-guarantees "under different types of loss functions" but its theorems are not public, so
-what follows is **this book's** model and statements, labelled so in the chapter:
+Chapter "Prompt caching via embedding similarity" (Part IV). The paper states
+finite-sample guarantees "under different types of loss functions" but its theorems are
+not public, so what follows is **this book's** model and statements, labelled so in the
+chapter:
 
 - the caching model ``P(q1 ≡ q2) = sigma(cos(v(q1), v(q2)) / lam - c)``
   (:func:`hit_probability`);
 - a linear logit ``s_theta = theta^T psi`` on frozen pair features ``psi`` ``[n, D]``
   (``E psi psi^T = Sigma``) with a realisable teacher ``p* = sigma(theta*^T psi)``;
-- **BCE with hard labels** ``y ~ Bernoulli(p*)`` is logistic maximum likelihood: its excess
-  risk (the expected KL from the teacher) is ``D / (2 n)`` to first order
+- **BCE with hard labels** ``y ~ Bernoulli(p*)`` is logistic maximum likelihood: its
+  excess risk (the expected KL from the teacher) is ``D / (2 n)`` to first order
   (:func:`predicted_bce_hard`);
 - a **squared logit difference (SLD)** against a soft teacher's logits ``z = s* + eps``
   (``Var eps = tau^2``) is least squares: excess KL ``tau^2 tr(Sigma^-1 H) / (2 n)``,
   ``H = E[sigma'(s*) psi psi^T]`` (:func:`predicted_sld`);
 - **BCE on noisy soft labels** ``sigma(s* + eps)`` is biased (``E sigma(s + eps) !=
-  sigma(s)``): its excess KL stops at a floor ``KL(theta_bar)``, where ``theta_bar`` solves
-  the population BCE equation (:func:`bce_soft_floor`).
+  sigma(s)``): its excess KL stops at a floor ``KL(theta_bar)``, where ``theta_bar``
+  solves the population BCE equation (:func:`bce_soft_floor`).
 
 :func:`simulate` measures the three excess risks against ``n`` by Monte Carlo. Shapes:
 ``psi`` ``[n, D]``, ``theta`` ``[D]``.
@@ -65,8 +66,9 @@ def excess_risk(theta, theta_star, psi) -> float:
 
 
 def fit_bce(psi, targets, ridge: float = 1e-6, iters: int = 50) -> np.ndarray:
-    """Minimiser of the mean BCE between ``targets`` ``[n]`` (hard 0/1 or soft in [0, 1])
-    and ``sigma(psi theta)``, by Newton's method with a tiny ridge (for separable data).
+    """Minimiser of the mean BCE between ``targets`` ``[n]`` (hard 0/1 or soft in
+    [0, 1]) and ``sigma(psi theta)``, by Newton's method with a tiny ridge (for
+    separable data).
 
     Serves thm-caching-bce and thm-caching-bias (the BCE fit; no equation label of its
     own)."""
@@ -84,7 +86,8 @@ def fit_bce(psi, targets, ridge: float = 1e-6, iters: int = 50) -> np.ndarray:
 
 
 def fit_sld(psi, logits) -> np.ndarray:
-    """Minimiser of the mean squared logit difference ``(psi theta - z)^2``: least squares.
+    """Minimiser of the mean squared logit difference ``(psi theta - z)^2``: least
+    squares.
 
     Serves thm-caching-sld (the least-squares fit; no equation label of its own)."""
     return np.linalg.lstsq(psi, logits, rcond=None)[0]
@@ -115,7 +118,8 @@ def predicted_bce_hard(n, D: int) -> np.ndarray:
 
 def predicted_sld(n, theta_star, psi, tau: float) -> np.ndarray:
     """First-order excess KL of least squares on noisy logits:
-    ``tau^2 tr(Sigma^-1 H) / (2 n)`` with ``Sigma``, ``H`` estimated on ``psi`` ``[m, D]``.
+    ``tau^2 tr(Sigma^-1 H) / (2 n)`` with ``Sigma``, ``H`` estimated on ``psi``
+    ``[m, D]``.
 
     Implements the rate of thm-caching-sld."""
     s = psi @ theta_star
@@ -177,8 +181,9 @@ def simulate(
     """Excess risk of the three fits against ``n``. ``tau``: the teacher's logit noise
     (SLD's ``z = s* + eps`` and the noisy soft labels); ``shuffle``: permute the targets
     across samples (a control: the features then carry no information, and no rate
-    survives); ``unbiased_soft``: the soft labels' noise is made zero-mean in probability
-    (``sigma(s*) +- tau/2 * min(p, 1 - p)``, a control: BCE is then unbiased, no floor).
+    survives); ``unbiased_soft``: the soft labels' noise is made zero-mean in
+    probability (``sigma(s*) +- tau/2 * min(p, 1 - p)``, a control: BCE is then
+    unbiased, no floor).
 
     Serves thm-caching-sld, thm-caching-bce and thm-caching-bias (eq-caching-risk
     against n)."""

@@ -1,10 +1,11 @@
-"""Gradient entanglement (Wang & Sun 2025, Section 3): what one optimiser step on a linear layer
-``V`` does to the outputs of two concepts.
+"""Gradient entanglement (Wang & Sun 2025, Section 3): what one optimiser step on a
+linear layer ``V`` does to the outputs of two concepts.
 
 Math convention: ``V [out, in]``, ``a = V alpha``, ``b = V beta``, ``g_a = dL/da``,
-``g_b = dL/db``, so ``dL/dV = g_a alpha^T + g_b beta^T``. (revlib's ``SeedLinear`` stores the
-transpose, ``W = V^T``; the functions below take vectors only, so the convention is moot.)
-All functions accept leading batch axes ``[..., in]`` / ``[..., out]`` (matrices ``[..., out, in]``).
+``g_b = dL/db``, so ``dL/dV = g_a alpha^T + g_b beta^T``. (revlib's ``SeedLinear``
+stores the transpose, ``W = V^T``; the functions below take vectors only, so the
+convention is moot.) All functions accept leading batch axes ``[..., in]`` /
+``[..., out]`` (matrices ``[..., out, in]``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ def _dot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def sgd_delta(alpha, beta, g_a, g_b, eta: float):
     """One SGD step on ``V`` with ``alpha``, ``beta`` fixed:
     ``Delta a = -eta (|alpha|^2 g_a + alpha^T beta g_b)``,
-    ``Delta b = -eta (|beta|^2 g_b + alpha^T beta g_a)``. Returns ``(Delta a, Delta b)``.
+    ``Delta b = -eta (|beta|^2 g_b + alpha^T beta g_a)``. Returns
+    ``(Delta a, Delta b)``.
 
     Implements eq-ent-sgd."""
     ab = _dot(alpha, beta)
@@ -30,10 +32,11 @@ def sgd_delta(alpha, beta, g_a, g_b, eta: float):
 
 
 def momentum_delta(alpha, beta, g_a, g_b, eta: float, mu: float, buffer: torch.Tensor):
-    """SGD with heavy-ball momentum as torch implements it (``B <- mu B + G``, ``V <- V - eta B``):
-    the SGD terms plus the old buffer ``buffer [out, in]`` applied to each input,
-    ``Delta a = -eta mu B alpha + sgd term``. Past gradients ``g' h'^T`` stored in ``B`` enter
-    through ``h'^T alpha``: every past input that overlaps ``alpha`` keeps moving ``a``.
+    """SGD with heavy-ball momentum as torch implements it (``B <- mu B + G``,
+    ``V <- V - eta B``): the SGD terms plus the old buffer ``buffer [out, in]`` applied
+    to each input, ``Delta a = -eta mu B alpha + sgd term``. Past gradients ``g' h'^T``
+    stored in ``B`` enter through ``h'^T alpha``: every past input that overlaps
+    ``alpha`` keeps moving ``a``.
 
     Implements eq-ent-sgd with torch's momentum buffer (no equation label of its
     own)."""
@@ -45,11 +48,11 @@ def momentum_delta(alpha, beta, g_a, g_b, eta: float, mu: float, buffer: torch.T
 
 
 def preconditioned_delta(alpha, beta, g_a, g_b, eta: float, P: torch.Tensor):
-    """A step ``Delta V = -eta P * G`` with an element-wise preconditioner ``P [out, in]``
-    (Adam's first step: ``P = 1 / (|G| + eps)``). For output unit ``i``:
+    """A step ``Delta V = -eta P * G`` with an element-wise preconditioner
+    ``P [out, in]`` (Adam's first step: ``P = 1 / (|G| + eps)``). For output unit ``i``:
     ``Delta a_i = -eta (sum_j P_ij alpha_j^2 g_a,i + sum_j P_ij alpha_j beta_j g_b,i)``:
-    the overlap ``alpha^T beta`` becomes a ``P``-weighted overlap, one per output unit; it is zero
-    only when ``alpha`` and ``beta`` have disjoint supports.
+    the overlap ``alpha^T beta`` becomes a ``P``-weighted overlap, one per output unit;
+    it is zero only when ``alpha`` and ``beta`` have disjoint supports.
 
     Implements eq-ent-adam."""
     aa = torch.einsum("...i,...oi->...o", alpha * alpha, P)  # [..., out]
@@ -59,8 +62,8 @@ def preconditioned_delta(alpha, beta, g_a, g_b, eta: float, P: torch.Tensor):
 
 
 def cross_to_self(alpha, beta, g_a, g_b) -> torch.Tensor:
-    """``|alpha^T beta| |g_b| / (|alpha|^2 |g_a|)``: size of the interference term in ``Delta a``
-    relative to ``a``'s own term (SGD).
+    """``|alpha^T beta| |g_b| / (|alpha|^2 |g_a|)``: size of the interference term in
+    ``Delta a`` relative to ``a``'s own term (SGD).
 
     Implements the ratio of the two terms of eq-ent-sgd (thm-entanglement)."""
     return (

@@ -1,8 +1,9 @@
-"""What the theory of the reparameterised one-layer transformer predicts (Zhu et al. 2024, Section 4).
+"""What the theory of the reparameterised one-layer transformer predicts (Zhu et al.
+2024, Section 4).
 
-Notation as in the book: vocabulary ``[M]``, ``Y, Z in R^{M x M}``, training set of ``N``
-sentences, loss ``L = (1/N) sum -log p(target | context, query)``. With one context token
-(``T = 2``) the attention weight is 1 and ``Z`` does not enter the loss.
+Notation as in the book: vocabulary ``[M]``, ``Y, Z in R^{M x M}``, training set of
+``N`` sentences, loss ``L = (1/N) sum -log p(target | context, query)``. With one
+context token (``T = 2``) the attention weight is 1 and ``Z`` does not enter the loss.
 """
 
 from __future__ import annotations
@@ -40,17 +41,21 @@ def gradient_Y(
 def forward_flow(
     t: np.ndarray, M: int, n: int, n_train: int, dt: float | None = None
 ) -> dict[str, np.ndarray]:
-    """Gradient flow of the forward sentences "A_i -> B_i" from ``Y = 0`` (orthonormal embeddings).
+    """Gradient flow of the forward sentences "A_i -> B_i" from ``Y = 0`` (orthonormal
+    embeddings).
 
-    Row ``A_i`` of ``Y`` is used by sentence ``i`` only and row "->" by all ``n`` forward
-    sentences; no backward sentence touches either. By symmetry five numbers describe them:
-    ``a = Y[A_i, B_i]``, ``b = Y[A_i, B_j]`` (``j != i``), ``c = Y[A_i, k]`` for the ``M - n``
-    non-B tokens, ``r_B = Y[->, B_j]`` and ``r_O = Y[->, k]`` (non-B). With ``p, q, w`` the
-    probabilities of the target, of each other B and of each non-B token after "A_i ->",
+    Row ``A_i`` of ``Y`` is used by sentence ``i`` only and row "->" by all ``n``
+    forward sentences; no backward sentence touches either. By symmetry five numbers
+    describe them: ``a = Y[A_i, B_i]``, ``b = Y[A_i, B_j]`` (``j != i``),
+    ``c = Y[A_i, k]`` for the ``M - n`` non-B tokens, ``r_B = Y[->, B_j]`` and
+    ``r_O = Y[->, k]`` (non-B). With ``p, q, w`` the probabilities of the target, of
+    each other B and of each non-B token after "A_i ->",
 
-        ``a' = (1-p)/N,  b' = -q/N,  c' = -w/N,  r_B' = ((1-p) - (n-1) q)/N,  r_O' = -n w/N``.
+        ``a' = (1-p)/N,  b' = -q/N,  c' = -w/N,
+        r_B' = ((1-p) - (n-1) q)/N,  r_O' = -n w/N``.
 
-    Integrated with RK4 (step ``dt``, default ``0.05 N``: every rate is at most ``1/N``). Returns ``Y_AB`` (``a``) and ``p`` at the times ``t``.
+    Integrated with RK4 (step ``dt``, default ``0.05 N``: every rate is at most
+    ``1/N``). Returns ``Y_AB`` (``a``) and ``p`` at the times ``t``.
 
     Implements eq-onelayer-flow.
     """
