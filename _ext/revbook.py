@@ -10,6 +10,8 @@
   (:mod:`reproduced`).
 - under every figure: its PDF, SVG and PNG, the command that regenerates it and a
   citation (:mod:`figures`).
+- ``{stored-outputs}``: the machine behind each notebook's stored outputs and how many
+  of its claims' tolerances cover their fresh-seed move (:mod:`provenance`).
 """
 
 from __future__ import annotations
@@ -35,4 +37,7 @@ def setup(app):
     import figures  # noqa: PLC0415  (files, command and citation under every figure)
 
     figures.setup(app)
+    import provenance  # noqa: PLC0415  (the machine behind each notebook's outputs)
+
+    provenance.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,16 +1,20 @@
-"""Measure how far each claim's printed numbers move with fresh seeds, and store the report.
+"""Measure how far each claim's printed numbers move with fresh seeds, and store the
+report.
 
-Used by ``scripts/seed-spread``. Each notebook runs its default configuration (full size, no
-control) once per fresh seed, in record mode (``REVLIB_CLAIMS=record``: nothing raises), and
-the ledgers the runs write are compared with the stored one. For each claim the report holds
-the stored values, each fresh run's values and the *spread*: the range of one printed value
-over the stored run and the fresh ones, ``max - min`` of all of them. A per-seed value of a
-chaotic run moves between machines as a fresh seed would, so its tolerance must cover this
-spread; a median over seeds or a number from a stored file moves less, and its spread shows
-it.
+Used by ``scripts/seed-spread``. Each notebook runs its default configuration (full
+size, no control) once per fresh seed, in record mode (``REVLIB_CLAIMS=record``: nothing
+raises), and the ledgers the runs write are compared with the stored one. For each claim
+the report holds the stored values, each fresh run's values and the *spread*: the
+largest move of one printed value from the stored one over the fresh runs, position by
+position (:func:`spread_of`). A per-seed value of a chaotic run moves between machines
+as a fresh seed would, so its tolerance must cover this spread; a median over seeds or a
+number from a stored file moves less, and its spread shows it.
 
-The report goes to ``tests/seed_spread.json`` (atomically), with the seeds, the machine and
-the commit; ``tests/test_claims.py`` checks every stored tolerance against it.
+Re-run it for a notebook whenever the notebook is re-executed: its spreads are moves
+from the stored values.
+
+The report goes to ``tests/seed_spread.json`` (atomically), with the seeds, the machine
+and the commit; ``tests/test_claims.py`` checks every stored tolerance against it.
 
     scripts/seed-spread --seeds 11,23,37,51,73 notebooks/reversal/multi_layer.py ...
 """
@@ -38,75 +42,130 @@ REPORT = ROOT / "tests" / "seed_spread.json"
 
 
 def spread_of(stored: list[float], fresh: list[list[float]]) -> float:
-    """The range of one printed value over the stored run and the fresh ones."""
+    """How far a printed value moves from the stored one when the run is another draw.
+
+    Position by position (seed ``i`` of a fresh run against seed ``i`` of the stored
+    run, as nbval compares them), the largest ``|fresh - stored|`` over the fresh runs.
+    A position that is a seed gets a fresh draw, one that is a variant or a group gets
+    another draw of the same quantity, so this is the move a machine that behaves like a
+    fresh seed makes, for either kind. Where the runs differ in length it falls back to
+    the range of all values (stored and fresh together), which is never smaller."""
+    if fresh and all(len(run) == len(stored) for run in fresh):
+        moves = [
+            abs(a - b)
+            for run in fresh
+            for a, b in zip(stored, run)
+            if a == a and b == b
+        ]
+        return max(moves) if moves else float("nan")
     values = [v for v in stored if v == v] + [v for run in fresh for v in run if v == v]
     return max(values) - min(values) if values else float("nan")
 
 
 def build(stored_ledger: dict, runs: dict[int, dict | None]) -> dict:
-    """The report's entry for one notebook: per record, its tolerance, margin, the stored
+    """The report's entry for one notebook: per record, its tolerance, margin, the
+    stored
     and fresh values and their spread, and its outcome in each fresh run; per seed,
     whether the run wrote a ledger."""
     out = {"records": {}, "runs": {str(s): led is not None for s, led in runs.items()}}
-    by_seed = {str(s): {r["id"]: r for r in (led or {}).get("records", [])}
-               for s, led in runs.items()}
+    by_seed = {
+        str(s): {r["id"]: r for r in (led or {}).get("records", [])}
+        for s, led in runs.items()
+    }
     for rec in stored_ledger["records"]:
         found = {s: recs.get(rec["id"]) for s, recs in by_seed.items()}
-        fresh = {s: r["values"] for s, r in found.items()
-                 if r is not None and r["outcome"] != "untested"}
+        fresh = {
+            s: r["values"]
+            for s, r in found.items()
+            if r is not None and r["outcome"] != "untested"
+        }
         out["records"][rec["id"]] = {
-            "kind": rec["kind"], "tol": rec["tol"], "margin": rec["margin"],
-            "stored": rec["values"], "fresh": fresh,
+            "kind": rec["kind"],
+            "tol": rec["tol"],
+            "margin": rec["margin"],
+            "stored": rec["values"],
+            "fresh": fresh,
             "spread": spread_of(rec["values"], list(fresh.values())),
-            "held": {s: (r or {}).get("outcome") for s, r in found.items()}}
+            "held": {s: (r or {}).get("outcome") for s, r in found.items()},
+        }
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="+", help="notebooks (.ipynb or .py)")
-    ap.add_argument("--seeds", default="11,23,37,51,73",
-                    help="comma-separated fresh seeds (at least 5 for a tolerance)")
+    ap.add_argument(
+        "--seeds",
+        default="11,23,37,51,73",
+        help="comma-separated fresh seeds (at least 5 for a tolerance)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
-    ap.add_argument("--out", default="_build/seed-spread", help="folder for the ledgers")
+    ap.add_argument(
+        "--out", default="_build/seed-spread", help="folder for the ledgers"
+    )
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     paths = [Path(p).with_suffix(".ipynb").resolve() for p in args.notebooks]
     out = ROOT / args.out
-    out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("REVLIB_FIGURES_DIR", tempfile.mkdtemp(prefix="seed-spread-figs-"))
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault(
+        "REVLIB_FIGURES_DIR", tempfile.mkdtemp(prefix="seed-spread-figs-")
+    )
     jobs, stored = [], {}
     for path in paths:
         stored[path] = claims.ledger_of(path)
         for seed in seeds:
             ns = argparse.Namespace(seed=seed, quick=False, scale=1.0, set=[])
-            jobs.append({**_job(path, stored[path], "none", ns, out / f"seed{seed}"),
-                         "seed": seed})
+            jobs.append(
+                {
+                    **_job(path, stored[path], "none", ns, out / f"seed{seed}"),
+                    "seed": seed,
+                }
+            )
     runs: dict[Path, dict[int, dict | None]] = {p: {} for p in paths}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for job, res in zip(jobs, pool.map(_run, jobs)):
             path = Path(job["notebook"])
             runs[path][job["seed"]] = res["ledger"]
-            print(f"{path.stem:22s} seed {job['seed']:6d} {res['seconds']:7.1f} s "
-                  f"{'ledger' if res['ledger'] else 'NO LEDGER: ' + str(res['errors'][:1])}",
-                  flush=True)
+            # every printed number too, in scripts/check_seeds.py's format: its --spread
+            # reads these and says how far each stored line moved with a fresh seed
+            cells = {k: res[k] for k in ("notebook", "env", "seconds", "cells")}
+            claims.write_json(
+                out / "cells" / f"{path.stem}-seed{job['seed']}.json",
+                {**cells, "env": {}, "seed": job["seed"]},
+            )
+            print(
+                f"{path.stem:22s} seed {job['seed']:6d} {res['seconds']:7.1f} s "
+                + ("ledger" if res["ledger"] else f"NO LEDGER: {res['errors'][:1]}"),
+                flush=True,
+            )
     report = json.loads(REPORT.read_text()) if REPORT.exists() else {"notebooks": {}}
-    git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                         text=True).stdout.strip()
+    git = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     for path in paths:
         name = stored[path]["notebook"]
-        report["notebooks"][name] = {**build(stored[path], runs[path]), "seeds": seeds,
-                                     "git": git, "machine": repro.provenance()}
-    report["about"] = ("per claim: the stored and fresh-seed values and their spread "
-                       "(max - min), written by scripts/seed-spread")
+        report["notebooks"][name] = {
+            **build(stored[path], runs[path]),
+            "seeds": seeds,
+            "git": git,
+            "machine": repro.provenance(),
+        }
+    report["about"] = (
+        "per claim: the stored and fresh-seed values and their spread (the "
+        "largest move of a value from the stored one, position by "
+        "position), written by scripts/seed-spread"
+    )
     claims.write_json(REPORT, report)
     print(f"==> {REPORT.relative_to(ROOT)}: {len(paths)} notebooks, seeds {seeds}")
     for path in paths:
         entry = report["notebooks"][stored[path]["notebook"]]
         for rid, r in entry["records"].items():
             flag = "covered" if r["tol"] >= r["spread"] else "TOL BELOW SPREAD"
-            print(f"  {path.stem}/{rid}: tol {r['tol']:g}, spread {r['spread']:.3g}, "
-                  f"margin {r['margin']:.3g}: {flag}")
+            print(
+                f"  {path.stem}/{rid}: tol {r['tol']:g}, spread {r['spread']:.3g}, "
+                f"margin {r['margin']:.3g}: {flag}"
+            )
     return 0
 
 

@@ -1,4 +1,5 @@
-"""revlib.claims: margins, outcomes under controls, preconditions, and every stored ledger."""
+"""revlib.claims: margins, outcomes under controls, preconditions, and every stored
+ledger."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from revlib import claims
@@ -15,8 +17,11 @@ NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
 
 
 def _ledger(control="none"):
-    return claims.Ledger("reversal/bilinear", control=control,
-                         controls={"reverse_in_training": ("science", "reverse facts trained")})
+    return claims.Ledger(
+        "reversal/bilinear",
+        control=control,
+        controls={"reverse_in_training": ("science", "reverse facts trained")},
+    )
 
 
 def test_margin_is_the_smallest_clearance():
@@ -33,37 +38,91 @@ def test_margin_is_the_smallest_clearance():
 def test_a_claim_holds_fails_and_is_broken_by_its_control(monkeypatch):
     monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
     led = _ledger()
-    assert led.check("a", "s", [1.0, 1.01], kind="ours", above=0.9, below=1.1, tol=0.02,
-                     controls=("reverse_in_training",)) is None   # a cell prints its line only
+    assert (
+        led.check(
+            "a",
+            "s",
+            [1.0, 1.01],
+            kind="ours",
+            above=0.9,
+            below=1.1,
+            tol=0.02,
+            controls=("reverse_in_training",),
+        )
+        is None
+    )  # a cell prints its line only
     assert led.held("a") and led.records["a"].verdict == "ours"
     with pytest.raises(AssertionError, match="fails, expected to hold"):
-        led.check("b", "s", [0.5], kind="ours", above=0.9, tol=0.02,
-                  controls=("reverse_in_training",))
+        led.check(
+            "b",
+            "s",
+            [0.5],
+            kind="ours",
+            above=0.9,
+            tol=0.02,
+            controls=("reverse_in_training",),
+        )
     ctl = _ledger("reverse_in_training")
-    ctl.check("a", "s", [0.2], kind="ours", above=0.9, tol=0.02,
-              controls=("reverse_in_training",))
+    ctl.check(
+        "a",
+        "s",
+        [0.2],
+        kind="ours",
+        above=0.9,
+        tol=0.02,
+        controls=("reverse_in_training",),
+    )
     assert not ctl.held("a")
     with pytest.raises(AssertionError, match="holds under control"):
-        ctl.check("b", "s", [1.0], kind="ours", above=0.9, tol=0.02,
-                  controls=("reverse_in_training",))
+        ctl.check(
+            "b",
+            "s",
+            [1.0],
+            kind="ours",
+            above=0.9,
+            tol=0.02,
+            controls=("reverse_in_training",),
+        )
 
 
-def test_a_paper_claims_verdict_is_computed_from_ours_and_the_papers_number(monkeypatch):
+def test_a_paper_claims_verdict_is_computed_from_ours_and_the_papers_number(
+    monkeypatch,
+):
     monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
     led = _ledger()
-    kw = dict(kind="paper", above=0.05, tol=0.01, controls=("reverse_in_training",),
-              source="Table 1", paper="about 0.72")
+    kw = dict(
+        kind="paper",
+        above=0.05,
+        tol=0.01,
+        controls=("reverse_in_training",),
+        source="Table 1",
+        paper="about 0.72",
+    )
     led.check("near", "s", [0.5, 0.9], paper_value=0.72, factor=2, **kw)
     led.check("far", "s", [0.1, 0.9], paper_value=0.72, factor=2, **kw)
     led.check("nonum", "s", [0.1], **kw)
     led.check("against", "s", [0.1], contradicts=True, **kw)
     verdicts = {k: r.verdict for k, r in led.records.items()}
-    assert verdicts == {"near": "in size", "far": "in direction", "nonum": "in direction",
-                        "against": "not reproduced"}
+    assert verdicts == {
+        "near": "in size",
+        "far": "in direction",
+        "nonum": "in direction",
+        "against": "not reproduced",
+    }
     assert led.records["far"].ratio == pytest.approx(0.5 / 0.72)
     # a claim that does not hold has no verdict about the paper
-    rec = claims.Record(id="x", kind="paper", sentence="s", values=[0.0], above=0.5,
-                        below=None, tol=0.1, margin=-0.5, outcome="fails", expected="holds")
+    rec = claims.Record(
+        id="x",
+        kind="paper",
+        sentence="s",
+        values=[0.0],
+        above=0.5,
+        below=None,
+        tol=0.1,
+        margin=-0.5,
+        outcome="fails",
+        expected="holds",
+    )
     assert claims.verdict_of(rec) == "fails"
 
 
@@ -71,11 +130,22 @@ def test_record_mode_never_raises_and_writes_the_ledger(monkeypatch, tmp_path):
     monkeypatch.setenv("REVLIB_CLAIMS", "record")
     monkeypatch.setenv("REVLIB_LEDGER", str(tmp_path / "l.json"))
     led = _ledger("reverse_in_training")
-    led.check("b", "s", [1.0], kind="ours", above=0.9, tol=0.02, controls=("reverse_in_training",))
+    led.check(
+        "b",
+        "s",
+        [1.0],
+        kind="ours",
+        above=0.9,
+        tol=0.02,
+        controls=("reverse_in_training",),
+    )
     assert led.problems() == ["b: holds, expected to fail"]
     led.summary()
     data = json.loads((tmp_path / "l.json").read_text())
-    assert data["records"][0]["outcome"] == "holds" and data["control"] == "reverse_in_training"
+    assert (
+        data["records"][0]["outcome"] == "holds"
+        and data["control"] == "reverse_in_training"
+    )
     assert not list(tmp_path.glob(".*tmp"))
 
 
@@ -83,19 +153,44 @@ def test_an_unmet_precondition_leaves_its_claims_untested(monkeypatch):
     monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
     led = _ledger()
     assert not led.precondition("fit", "fitted", [0.4], below=0.05, tol=0.01)
-    led.check("a", "s", [0.0], kind="ours", above=0.9, tol=0.02, controls=("reverse_in_training",),
-                         requires=("fit",))  # would fail, but is untested: no raise
+    led.check(
+        "a",
+        "s",
+        [0.0],
+        kind="ours",
+        above=0.9,
+        tol=0.02,
+        controls=("reverse_in_training",),
+        requires=("fit",),
+    )  # would fail, but is untested: no raise
     assert led.records["a"].outcome == "untested"
     assert led.records["a"].unmet == "fit did not hold: not fitted at this budget"
     # a precondition that is not about fitting gives its own reason (a missing model)
-    assert not led.precondition("model", "loads", [0.0], above=0.5, tol=0.1,
-                                unmet="the model is not installed")
-    led.check("b", "s", [float("nan")], kind="ours", above=0.9, tol=0.02,
-              controls=("reverse_in_training",), requires=("model",))
+    assert not led.precondition(
+        "model", "loads", [0.0], above=0.5, tol=0.1, unmet="the model is not installed"
+    )
+    led.check(
+        "b",
+        "s",
+        [float("nan")],
+        kind="ours",
+        above=0.9,
+        tol=0.02,
+        controls=("reverse_in_training",),
+        requires=("model",),
+    )
     assert led.records["b"].unmet == "model did not hold: the model is not installed"
     with pytest.raises(ValueError, match="has not checked yet"):
-        led.check("c", "s", [1.0], kind="ours", above=0.9, tol=0.02, controls=("reverse_in_training",),
-                  requires=("nope",))
+        led.check(
+            "c",
+            "s",
+            [1.0],
+            kind="ours",
+            above=0.9,
+            tol=0.02,
+            controls=("reverse_in_training",),
+            requires=("nope",),
+        )
 
 
 def test_bad_claims_are_refused():
@@ -111,25 +206,85 @@ def test_bad_claims_are_refused():
     with pytest.raises(ValueError, match="science"):
         claims.Ledger("reversal/bilinear", controls={"c": ("chemistry", "what")})
     with pytest.raises(ValueError, match="claim id"):
-        led.check("Bad Id", "s", [1.0], kind="ours", above=0.9, tol=0.02, controls=("reverse_in_training",))
+        led.check(
+            "Bad Id",
+            "s",
+            [1.0],
+            kind="ours",
+            above=0.9,
+            tol=0.02,
+            controls=("reverse_in_training",),
+        )
     with pytest.raises(TypeError, match="verdict"):
-        led.check("a", "s", [1.0], kind="ours", above=0.9, tol=0.02,
-                  controls=("reverse_in_training",), verdict="sort of")
+        led.check(
+            "a",
+            "s",
+            [1.0],
+            kind="ours",
+            above=0.9,
+            tol=0.02,
+            controls=("reverse_in_training",),
+            verdict="sort of",
+        )
     with pytest.raises(ValueError, match="kind must be one of"):
-        led.check("a", "s", [1.0], kind="claim", above=0.9, tol=0.02,
-                  controls=("reverse_in_training",))
+        led.check(
+            "a",
+            "s",
+            [1.0],
+            kind="claim",
+            above=0.9,
+            tol=0.02,
+            controls=("reverse_in_training",),
+        )
     with pytest.raises(ValueError, match="source"):
-        led.check("a", "s", [1.0], kind="paper", above=0.9, tol=0.02,
-                  controls=("reverse_in_training",), paper="it holds")
+        led.check(
+            "a",
+            "s",
+            [1.0],
+            kind="paper",
+            above=0.9,
+            tol=0.02,
+            controls=("reverse_in_training",),
+            paper="it holds",
+        )
     with pytest.raises(ValueError, match="factor needs"):
-        led.check("a", "s", [1.0], kind="paper", above=0.9, tol=0.02, source="Table 1",
-                  paper="0.7", factor=2, controls=("reverse_in_training",))
+        led.check(
+            "a",
+            "s",
+            [1.0],
+            kind="paper",
+            above=0.9,
+            tol=0.02,
+            source="Table 1",
+            paper="0.7",
+            factor=2,
+            controls=("reverse_in_training",),
+        )
     with pytest.raises(ValueError, match="factor must be"):
-        led.check("a", "s", [1.0], kind="paper", above=0.9, tol=0.02, source="Table 1",
-                  paper="0.7", paper_value=0.7, factor=0.5, controls=("reverse_in_training",))
+        led.check(
+            "a",
+            "s",
+            [1.0],
+            kind="paper",
+            above=0.9,
+            tol=0.02,
+            source="Table 1",
+            paper="0.7",
+            paper_value=0.7,
+            factor=0.5,
+            controls=("reverse_in_training",),
+        )
     with pytest.raises(ValueError, match="belong to kind='paper'"):
-        led.check("a", "s", [1.0], kind="ours", above=0.9, tol=0.02, paper="0.7",
-                  controls=("reverse_in_training",))
+        led.check(
+            "a",
+            "s",
+            [1.0],
+            kind="ours",
+            above=0.9,
+            tol=0.02,
+            paper="0.7",
+            controls=("reverse_in_training",),
+        )
     led.identity("i", "s", [1.0], above=0.5, tol=0.1)
     with pytest.raises(ValueError, match="used twice"):
         led.identity("i", "s", [1.0], above=0.5, tol=0.1)
@@ -139,32 +294,47 @@ def test_bad_claims_are_refused():
 def test_stored_ledger_tolerances_are_below_margins(path):
     """A number nbval accepts (within its printed tolerance) cannot flip a verdict."""
     ledger = claims.ledger_of(path)
-    assert ledger is not None, f"{path.name} stores no ledger: its claims must go through revlib.claims"
+    assert ledger is not None, (
+        f"{path.name} stores no ledger: its claims must go through revlib.claims"
+    )
     assert ledger["control"] == "none", "the stored run is the default run"
     ids = {r["id"] for r in ledger["records"]}
     unknown = set(ledger["quick"].get(claims.FULL_SIZE_ONLY, [])) - ids
-    assert not unknown, f"quick['full_size_only'] names claims it does not check: {unknown}"
+    assert not unknown, (
+        f"quick['full_size_only'] names claims it does not check: {unknown}"
+    )
     for rec in ledger["records"]:
         if claims.is_claim(rec):
             assert rec["controls"], f"{rec['id']} names no control"
-            assert rec["outcome"] == "holds", f"{rec['id']} does not hold in the stored run"
+            assert rec["outcome"] == "holds", (
+                f"{rec['id']} does not hold in the stored run"
+            )
         if rec["outcome"] == "holds":
             assert rec["tol"] < rec["margin"], (
-                f"{path.stem}/{rec['id']}: tolerance ±{rec['tol']} is not below the margin "
-                f"{rec['margin']:.4g}: a re-run nbval accepts could flip the verdict")
+                f"{path.stem}/{rec['id']}: tolerance ±{rec['tol']} is not below the "
+                "margin "
+                f"{rec['margin']:.4g}: a re-run nbval accepts could flip the verdict"
+            )
         if rec["kind"] == "paper" and rec.get("factor") and rec["outcome"] == "holds":
             # nor can it move a seed across the factor that decides "in size"
             p, f = rec["paper_value"], rec["factor"]
-            near = [v for v in rec["values"] if min(abs(v - p / f), abs(v - p * f)) <= rec["tol"]]
-            assert not near, (f"{path.stem}/{rec['id']}: {near} within ±{rec['tol']} of the "
-                              f"in-size bounds {p / f:.4g}, {p * f:.4g}: its verdict could flip")
+            near = [
+                v
+                for v in rec["values"]
+                if min(abs(v - p / f), abs(v - p * f)) <= rec["tol"]
+            ]
+            assert not near, (
+                f"{path.stem}/{rec['id']}: {near} within ±{rec['tol']} of the "
+                f"in-size bounds {p / f:.4g}, {p * f:.4g}: its verdict could flip"
+            )
 
 
 def _check_claims_module():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("check_claims",
-                                                  ROOT / "scripts" / "check_claims.py")
+    spec = importlib.util.spec_from_file_location(
+        "check_claims", ROOT / "scripts" / "check_claims.py"
+    )
     cc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cc)
     return cc
@@ -184,45 +354,69 @@ def test_every_paper_claim_has_a_science_control_or_is_listed_as_debt():
     new = {nb: ids - pending.get(nb, set()) for nb, ids in found.items()}
     assert not any(new.values()), f"paper claims with only plumbing controls: {new}"
     stale = {nb: ids - found.get(nb, set()) for nb, ids in pending.items()}
-    assert not any(stale.values()), f"listed as lacking a science control, but have one: {stale}"
+    assert not any(stale.values()), (
+        f"listed as lacking a science control, but have one: {stale}"
+    )
 
 
 def test_scorecard_rows_come_from_the_ledger(monkeypatch):
     import sys
+
     sys.path.insert(0, str(ROOT / "_ext"))
     import scorecard
 
     monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
     led = _ledger()
     led.precondition("fit", "fitted", [0.01, 0.02], below=0.05, tol=0.005)
-    led.check("rev", "the reverse stays at log m", [0.99, 1.01], kind="paper", above=0.9,
-              below=1.1, tol=0.02, source="Theorem 3", paper="near log m (no number)",
-              controls=("reverse_in_training",), requires=("fit",))
+    led.check(
+        "rev",
+        "the reverse stays at log m",
+        [0.99, 1.01],
+        kind="paper",
+        above=0.9,
+        below=1.1,
+        tol=0.02,
+        source="Theorem 3",
+        paper="near log m (no number)",
+        controls=("reverse_in_training",),
+        requires=("fit",),
+    )
     led.identity("zero", "a structural zero", [0.0], above=-1e-9, below=1e-9, tol=1e-10)
     rows = scorecard.rows_of(led.as_dict())
-    assert [r["verdict"] for r in rows] == ["precondition met", "in direction",
-                                            "identity (illustration)"]
-    assert rows[1]["ours"] == "[0.990 1.010] ±0.02 (2 seeds)"   # as the cell prints it
-    assert rows[1]["test"] == "in (0.9, 1.1)" and rows[1]["controls"] == "reverse_in_training (science)"
+    assert [r["verdict"] for r in rows] == [
+        "precondition met",
+        "in direction",
+        "identity (illustration)",
+    ]
+    assert rows[1]["ours"] == "[0.990 1.010] ±0.02 (2 seeds)"  # as the cell prints it
+    assert (
+        rows[1]["test"] == "in (0.9, 1.1)"
+        and rows[1]["controls"] == "reverse_in_training (science)"
+    )
     assert rows[1]["anchor"] == "claim-bilinear-rev"
 
 
 def test_a_glued_number_is_compared_within_its_tolerance():
-    """nbval (through revlib's plugin) compares a glued number within the tolerance the glue
+    """nbval (through revlib's plugin) compares a glued number within the tolerance the
+    glue
     stored in the output's metadata, and exactly without one."""
     from revlib import nbval_plugin, report
 
     key = nbval_plugin.GLUE_PREFIX + "text/plain"
-    with_tol = {"output_type": "display_data", "data": {key: "0.98–1.01"},
-                "metadata": {"revlib_tol": 0.02}}
+    with_tol = {
+        "output_type": "display_data",
+        "data": {key: "0.98–1.01"},
+        "metadata": {"revlib_tol": 0.02},
+    }
     fields = nbval_plugin._text_fields(with_tol)
     assert [f[0] for f in fields] == [key]
     ref = nbval_plugin._with_tol("0.98–1.01", with_tol)
     assert not report.compare(ref, nbval_plugin._with_tol("0.99–1.02", with_tol))
     assert report.compare(ref, nbval_plugin._with_tol("0.93–1.01", with_tol))
     exact = {"output_type": "display_data", "data": {key: "0.98"}, "metadata": {}}
-    assert report.compare(nbval_plugin._with_tol("0.98", exact),
-                          nbval_plugin._with_tol("0.99", exact))
+    assert report.compare(
+        nbval_plugin._with_tol("0.98", exact), nbval_plugin._with_tol("0.99", exact)
+    )
 
 
 def test_quick_values_apply_to_every_control_run_and_per_control(tmp_path):
@@ -236,51 +430,126 @@ def test_quick_values_apply_to_every_control_run_and_per_control(tmp_path):
     assert swap == {"CONTROL": "swap_stored", "N_SEEDS": 1, "STEPS": 20}
     assert other == {"CONTROL": "no_training", "N_SEEDS": 1}
     with pytest.raises(ValueError, match="not one of the controls"):
-        claims.Ledger("reversal/x", controls={"a": ("science", "...")},
-                      quick={"b": {"STEPS": 1}})
+        claims.Ledger(
+            "reversal/x", controls={"a": ("science", "...")}, quick={"b": {"STEPS": 1}}
+        )
 
 
-# Claims whose printed tolerance is below the spread of their values over 5 fresh seeds
-# (tests/seed_spread.json, scripts/seed-spread): a re-run on another machine may move such
-# a per-seed value as a fresh seed would, past its tolerance. Each needs a wider tolerance
-# (if its margin allows), a steadier statistic (a median, more seeds) or a restatement; the
-# list can only shrink.
+# Claims whose printed tolerance is below their largest move over 5 fresh seeds
+# (tests/seed_spread.json, scripts/seed-spread): a re-run on another machine may move
+# such a per-seed value as a fresh seed would, past its tolerance. Each needs a wider
+# tolerance (if its margin allows), a steadier statistic (a median, more seeds) or a
+# restatement; the list can only shrink. ff_vs_attention trains 1000 SGD steps at batch
+# 32, where one seed's value is far from settled: these five moved by more than their
+# margins even on the median seed or (the variants, one seed each) have no seed to take
+# a median over.
 TOL_BELOW_SEED_SPREAD: dict[str, set[str]] = {
-    "reversal/multi_layer": {"heldout-rank-chance", "heldout-nll-above-uniform",
-                             "unseen-weaker", "untied-unseen-chance",
-                             "variants-rank-chance", "embeddings-less-orthogonal"},
-    "binding/surface_names": {"names-live-mrr", "live-matches-stored"},
-    "associations/small_lm": {"live-loss-matches-stored"},
+    "associations/ff_vs_attention": {
+        "removal-cleans",
+        "partial-rank-raises-tau",
+        "variants-p-tau-near-alpha",
+        "variants-attention-avoids-tau",
+        "variants-ff2-margin",
+    },
 }
-# Values that no machine moves: read from committed stored runs, or drawn from seeded
-# generators without training. A fresh SEED reads other stored seeds or draws other
-# vectors, so their fresh-seed spread says nothing about another machine (nbval shows them
-# unchanged under AVX2 kernels).
-EXACT_ACROSS_MACHINES: dict[str, set[str]] = {
+# Values that another machine moves far less than a fresh seed, so their fresh-seed move
+# says nothing about another machine. Two kinds:
+# - by construction: read from committed stored runs, drawn from seeded generators
+#   without training, one float64 step from a seeded initialisation (entanglement's
+#   section 1);
+# - measured ("every claim"): notebooks whose every printed number moved by at most 0.01
+#   (bilinear, one_layer, gradients_at_init, pretrained_lm: by nothing at printed
+#   precision) when an Intel Xeon re-ran the outputs an AMD EPYC stored, natively with 1
+#   thread and with generic kernels, MKL's SSE4.2 path and 2 threads. Their fresh-seed
+#   moves come from the seed's data (other pairs, prompts, subsets), not from chaos:
+#   gradient flow of the bilinear model, the one-layer model at T = 2, gradients at
+#   initialisation, inference of a fixed pretrained LM, a few fine-tuning steps of E5.
+MACHINE_STABLE: dict[str, set[str] | str] = {
+    "reversal/bilinear": "every claim",
+    "reversal/one_layer": "every claim",
+    "associations/gradients_at_init": "every claim",
+    "associations/pretrained_lm": "every claim",
+    "caching/prompt_caching": "every claim",
     "reversal/multi_layer": {"gaussian-baseline"},
-    "binding/surface_names": {"names-stored-acc", "names-stored-mrr", "one-token-mrr",
-                              "one-token-acc"},
-    "associations/small_lm": {"the-first-quarter", "io-picked-out-stored",
-                              "the-before-io-stored", "last-ff-helps-io-stored"},
+    "binding/entanglement": {
+        "exact-sgd",
+        "exact-momentum",
+        "exact-adam-first",
+        "inexact-adam-first-sgd-form",
+        "inexact-adam-later",
+        "inexact-sgd-all-layers",
+        "drag",
+    },
+    "binding/jepa": {
+        "stored-fit",
+        "stored-reverses",
+        "stored-reverses-mrr",
+        "stored-jepa-acc",
+        "stored-memory-acc",
+        "memory-beats-jepa",
+        "trends-fit",
+        "multiplicity-worse",
+        "m20-reverses",
+        "memory-beats-wide",
+        "deeper-worse",
+        "sweep640-depth-fits",
+        "sweep640-multiplicity-fits",
+        "sweep640-width-fits",
+    },
+    "binding/surface_names": {
+        "names-stored-acc",
+        "names-stored-mrr",
+        "one-token-mrr",
+        "one-token-acc",
+    },
+    "associations/small_lm": {
+        "io-picked-out-stored",
+        "the-before-io-stored",
+        "last-ff-helps-io-stored",
+    },
 }
 
 
 def test_stored_tolerances_cover_the_measured_seed_spread():
     report = json.loads((ROOT / "tests" / "seed_spread.json").read_text())
     stored = {claims.ledger_of(p)["notebook"]: claims.ledger_of(p) for p in NOTEBOOKS}
+    missing = sorted(set(stored) - set(report["notebooks"]))
+    assert not missing, (
+        f"not measured over fresh seeds (scripts/seed-spread): {missing}"
+    )
     below: dict[str, set[str]] = {}
     for nb, entry in report["notebooks"].items():
-        assert len(entry["seeds"]) >= 5, f"{nb}: the spread needs at least 5 fresh seeds"
+        assert len(entry["seeds"]) >= 5, (
+            f"{nb}: the spread needs at least 5 fresh seeds"
+        )
         recs = {r["id"]: r for r in stored[nb]["records"]}
         for rid, r in entry["records"].items():
-            assert rid in recs, (f"{nb}/{rid} is in tests/seed_spread.json but no longer "
-                                 "checked: regenerate it with scripts/seed-spread")
-            if (recs[rid]["kind"] == "precondition" or not r["fresh"]
-                    or rid in EXACT_ACROSS_MACHINES.get(nb, set())):
+            assert rid in recs, (
+                f"{nb}/{rid} is in tests/seed_spread.json but no longer "
+                "checked: regenerate it with scripts/seed-spread"
+            )
+            # a spread is a move from the stored values: re-measure after re-executing
+            assert np.allclose(
+                np.asarray(r["stored"], float),
+                np.asarray(recs[rid]["values"], float),
+                equal_nan=True,
+            ), (
+                f"{nb}/{rid}: stored values changed since scripts/seed-spread "
+                "measured it"
+            )
+            exact = MACHINE_STABLE.get(nb, set())
+            if (
+                recs[rid]["kind"] == "precondition"
+                or not r["fresh"]
+                or exact == "every claim"
+                or rid in exact
+            ):
                 continue
             if recs[rid]["tol"] < r["spread"]:
                 below.setdefault(nb, set()).add(rid)
     new = {nb: ids - TOL_BELOW_SEED_SPREAD.get(nb, set()) for nb, ids in below.items()}
     assert not any(new.values()), f"tolerances below the fresh-seed spread: {new}"
-    fixed = {nb: ids - below.get(nb, set()) for nb, ids in TOL_BELOW_SEED_SPREAD.items()}
+    fixed = {
+        nb: ids - below.get(nb, set()) for nb, ids in TOL_BELOW_SEED_SPREAD.items()
+    }
     assert not any(fixed.values()), f"listed, but now covered (remove them): {fixed}"

@@ -159,7 +159,7 @@ _ = ledger.identity(
 # so only the bigram side is checked live.
 
 # %% tags=["hide-input"]
-TOL_BIGRAM = 0.02  # the largest move across seeds and CPU kernel paths (check-seeds)
+TOL_BIGRAM = 0.03  # covers the largest move over 5 fresh seeds (tests/seed_spread.json)
 print(f"after {live.histories[0].steps[-1]} steps: bigram excess (nats)")
 for a, h in zip(live.config.allocations, live.histories):
     print(f"{NAMES[a]:18s} {approx(h.final('bigram_excess')[0], TOL_BIGRAM)}")
@@ -436,7 +436,7 @@ if LIVE_STEPS in f_steps and (D, SEQ_LEN) == (d_stored, int(fixed["seq_len"].ilo
         f"median bigram excess at step {LIVE_STEPS} (distance, nats)",
         abs(got - np.median(ref)),
         below=0.025,
-        tol=0.008,
+        tol=0.015,
         kind="check",
         controls=("untrained", "swap_groups"),
     )

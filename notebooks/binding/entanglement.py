@@ -79,7 +79,11 @@ ledger = claims.Ledger(
     quick={"N_SEEDS": 2})
 
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
-TOL_DIGITS, TOL_ERR, TOL_COS, TOL_ACC = 1.0, 0.05, 0.05, 0.02
+# Section 1 is one float64 step from a seeded initialisation, which another machine
+# moves at round-off only. After 600 steps of training a per-seed cosine moves between
+# machines as a fresh seed would: TOL_TRAINED covers its spread over 5 fresh seeds
+# (tests/seed_spread.json), and the claims on trained cosines take the median seed.
+TOL_DIGITS, TOL_ERR, TOL_COS, TOL_ACC, TOL_TRAINED = 1.0, 0.05, 0.05, 0.02, 0.2
 
 plot.set_theme()
 
@@ -191,10 +195,11 @@ fit = ledger.precondition(
     "fit", "the names model fits its training and atomic facts (lowest accuracy)",
     np.minimum(res.final("train_acc"), res.final("atomic_acc")), above=0.95,
     tol=TOL_ACC)
-for label, o in (("initialisation", before), ("trained", after)):
-    print(f"{label:15s} cosine: shared first {approx(o.shared_first, TOL_COS)}, "
-          f"shared last {approx(o.shared_last, TOL_COS)}, "
-          f"unrelated {approx(o.unrelated, TOL_COS)}")
+for label, o, t in (("initialisation", before, TOL_COS),
+                    ("trained", after, TOL_TRAINED)):
+    print(f"{label:15s} cosine: shared first {approx(o.shared_first, t, digits=3)}, "
+          f"shared last {approx(o.shared_last, t, digits=3)}, "
+          f"unrelated {approx(o.unrelated, t, digits=3)}")
 
 
 def gap(o):
@@ -206,18 +211,20 @@ ledger.check("gap-at-init", "at initialisation, entities sharing a name token ar
              "similar than unrelated ones (cosine gap)", gap(before), above=0.02,
              tol=0.01, kind="ours", controls=("shuffled_groups",))
 ledger.check("gap-trained", "after training, entities sharing a name token are more "
-             "similar than unrelated ones (cosine gap)", gap(after), above=0.05,
+             "similar than unrelated ones (cosine gap, median seed)",
+             np.median(gap(after)), above=0.05,
              tol=0.05, kind="paper", source="Section 3.2",
              paper="the overlap alpha^T beta is determined by the surface names "
                    "(no measurement)",
              controls=("shuffled_groups",), requires=("fit",))
-ledger.check("training-shrinks", "training lowers the cosine of unrelated entities",
-             before.unrelated - after.unrelated, above=0.1, tol=TOL_COS,
+ledger.check("training-shrinks", "training lowers the cosine of unrelated entities "
+             "(median seed)",
+             np.median(before.unrelated - after.unrelated), above=0.1, tol=TOL_COS,
              kind="ours", controls=("no_training",))
-for key, o in (("init", before), ("trained", after)):
-    ledger.glue(f"{key}_first", o.shared_first, tol=TOL_COS)
-    ledger.glue(f"{key}_last", o.shared_last, tol=TOL_COS)
-    ledger.glue(f"{key}_unrelated", o.unrelated, tol=TOL_COS)
+for key, o, t in (("init", before, TOL_COS), ("trained", after, TOL_TRAINED)):
+    ledger.glue(f"{key}_first", o.shared_first, tol=t, digits=3)
+    ledger.glue(f"{key}_last", o.shared_last, tol=t, digits=3)
+    ledger.glue(f"{key}_unrelated", o.unrelated, tol=t, digits=3)
 
 # %% mystnb={"figure": {"caption": "Mean cosine of the last-MLP activations of two entities read as subjects, by what their names share (multiplicity 10, 640 entities, 2 layers, d = 64, 600 AdamW steps, 2 seeds: bars are the mean, dots the seeds). The paper uses 80,000 entities and d = 768; it states that the names set the overlap but shows no such measurement.", "name": "fig-entanglement-overlap"}, "tags": ["hide-input"]}
 fig, ax = plt.subplots(figsize=(6, 3.6))

@@ -277,7 +277,7 @@ else:
     ledger.check(
         "live-matches-stored", "a live re-run of the names setting agrees with the "
         f"stored runs at step {LIVE_STEPS} (distance from their median beyond their "
-        "range; train, atomic, test MRR)", excess, below=TOL_LIVE, tol=0.02,
+        "range; train, atomic, test MRR)", excess, below=TOL_LIVE, tol=0.04,
         kind="check", controls=("no_training",))
 
 # %% mystnb={"figure": {"caption": "Standard transformer (2 layers, d = 64, no positions, tied embeddings) with one token per entity and with two-token names (multiplicity 10) on the same facts: 1,600 rule-teaching and 200 tested entities, 3 relation pairs, AdamW lr 3e-3, batch 256, 20,000 steps, 3 seeds (median and band; stored runs). Left: accuracy on the atomic facts and on the held-out reverse (test) facts. Right: test MRR against the type-aware chance (dotted). The paper trains 80,000 entities for up to 3M steps.", "name": "fig-surface-names"}, "tags": ["hide-input"]}

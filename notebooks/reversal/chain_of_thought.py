@@ -105,9 +105,10 @@ from revlib import plot, probes
 from revlib.experiments import chain_of_thought as cot
 from revlib.report import approx
 
-# Tolerances of the printed numbers: how far they move on the simulated other machine
-# and between seeds (scripts/check-seeds); each stays below the margin of its claim.
-TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_CONTRAST = 1.0, 0.8, 3.0
+# Tolerances of the printed numbers: each covers the spread of its number over 5 fresh
+# seeds (tests/seed_spread.json; a trained transformer's held-out rank moves between
+# machines as a fresh seed's would) and stays below the margin of its claim.
+TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_CONTRAST = 2.0, 0.8, 4.0
 plot.set_theme()
 cfg = cot.Config(
     vocab_size=VOCAB,
@@ -330,7 +331,7 @@ print(
     f"{approx(mrr['train'], 0.02)}; chance {chance:.3f}"
 )
 ledger.glue("tf_nll_train_max", th["nll_train"][-1].max(), tol=0.02)
-ledger.glue("tf_mrr_held", mrr["held"], tol=TOL_MRR_RATIO * chance)
+ledger.glue("tf_mrr_held", np.median(mrr["held"]), tol=TOL_MRR_RATIO * chance)
 ledger.glue("tf_chance", chance, digits=3)
 ledger.glue("tf_nll_held_median", np.median(nll_held), tol=TOL_NLL_RATIO * log_V)
 _ = ledger.glue("tf_direct_max", tf.direct_acc.max(), tol=0.07)
