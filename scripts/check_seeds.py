@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from revlib import claims  # noqa: E402  (after the path: run as a script)
+
 
 def _run_one(job: dict) -> dict:
     import nbformat
@@ -195,10 +197,7 @@ def main() -> int:
                 else f"seed{res['seed']}"
             )
             name = f"{Path(res['notebook']).stem}-{tag}.json"
-            fd, tmp = tempfile.mkstemp(dir=out, suffix=".tmp")
-            with os.fdopen(fd, "w") as fh:
-                json.dump(res, fh, indent=1)
-            os.replace(tmp, out / name)
+            claims.write_json(out / name, res)  # the project's one atomic writer
             failed = [c for c in res["cells"] if c["error"]]
             print(
                 f"{res['notebook']:45s} {tag:14s} {res['seconds']:7.1f} s  "
