@@ -188,13 +188,18 @@ s_io, s_s = names(res.sweep)
 print(f"ranks of the last W_in swept: {res.ranks}")
 no_ff = ab["p_the"][0] + ab["p_io"][0] + ab["p_s"][0]
 uniform = 3 / sc.VOCAB_SIZE
-# Shown, not claimed: this sum moves between machines as a fresh seed would. On one
-# AVX-512 machine seed 1's sum was 2.8 times the uniform level (0.004 here, on AVX2), so
-# its tolerance spans that range, and no test of the mechanism rests on it.
-print(f"every FF removed: p(the) + p(IO) + p(S) per seed {approx(no_ff, 0.25)} "
-      f"(uniform: {uniform:.3f}); over the uniform level {approx(no_ff / uniform, 3)}")
-ledger.glue("no_ff", no_ff, tol=0.25)
-_ = ledger.glue("no_ff_x", no_ff / uniform, tol=3)
+# Shown, not claimed: this sum moves between machines as a fresh seed would. Over five
+# fresh seeds it moved by up to 0.22 (2.6 times the uniform level), and under generic
+# kernels with 2 threads by 0.3 (3.5 times), so its tolerances span that range, and no
+# test of the mechanism rests on it.
+TOL_NO_FF, TOL_NO_FF_X = 0.4, 5
+print(
+    f"every FF removed: p(the) + p(IO) + p(S) per seed {approx(no_ff, TOL_NO_FF)} "
+    f"(uniform: {uniform:.3f}); over the uniform level "
+    f"{approx(no_ff / uniform, TOL_NO_FF_X)}"
+)
+ledger.glue("no_ff", no_ff, tol=TOL_NO_FF)
+_ = ledger.glue("no_ff_x", no_ff / uniform, tol=TOL_NO_FF_X)
 
 # %% mystnb={"figure": {"caption": "The trained models with the last layer's MLP input matrix truncated to a rank (rank 0 removes that MLP), at the IOI answer position of clean test data (2 layers, d = 64, 2 seeds, line: median, band: min-max). No rank moves probability to the IO name, because the model has not learned it. The paper truncates late MLP layers of Pythia, GPT-2 small and Llama-3-8B; its ranks and values are not known to us.", "name": "fig-smalllm-truncation"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
