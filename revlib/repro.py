@@ -19,13 +19,16 @@ import torch
 from revlib import _validate
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 def setup(seed: int, threads: int | None = None) -> torch.Generator:
     """Seed python, numpy and torch; fix thread counts; turn on deterministic
     algorithms.
 
-    ``threads`` defaults to the environment variable ``REVLIB_THREADS``, else 1. The
+    ``threads`` defaults to the environment variable ``REVLIB_THREADS``, else 1.
+    ``REVLIB_DTYPE`` (``float32``, the default, or ``float64``) sets torch's default
+    floating type, for measuring what float64 would cost and change. The
     test suite sets it to 2 (with another CPU kernel path) to simulate a machine that
     did not produce the stored outputs. Returns a ``torch.Generator`` seeded with
     ``seed``, for code that wants an explicit random stream rather than the global one.
@@ -41,6 +44,14 @@ def setup(seed: int, threads: int | None = None) -> torch.Generator:
                 f"REVLIB_THREADS must be an integer in [1, 256], got {raw!r}"
             ) from None
     _validate.integer("threads", threads, 1, 256)
+    dtype = os.environ.get("REVLIB_DTYPE", "float32")
+    if dtype not in _DTYPES:
+        raise ValueError(
+            f"REVLIB_DTYPE must be one of {sorted(_DTYPES)}, got {dtype!r}"
+        )
+    # float64 is a measurement setting (issue 22's cost study), not the stored one: the
+    # stored outputs are float32
+    torch.set_default_dtype(_DTYPES[dtype])
     for var in _THREAD_VARS:
         os.environ[var] = str(threads)
     torch.set_num_threads(threads)
@@ -107,6 +118,12 @@ def provenance() -> dict[str, str]:
         "MKL_ENABLE_INSTRUCTIONS": os.environ.get("MKL_ENABLE_INSTRUCTIONS", "native"),
         "threads": os.environ.get("REVLIB_THREADS", "1"),
         "torch": torch.__version__,
+        # only where it is not the stored outputs' float32 (a measurement setting)
+        **(
+            {"dtype": os.environ["REVLIB_DTYPE"]}
+            if os.environ.get("REVLIB_DTYPE", "float32") != "float32"
+            else {}
+        ),
     }
 
 

@@ -52,6 +52,22 @@ def test_thread_count_comes_from_revlib_threads(monkeypatch):
     assert torch.get_num_threads() == 1
 
 
+def test_default_dtype_comes_from_revlib_dtype(monkeypatch):
+    try:
+        monkeypatch.setenv("REVLIB_DTYPE", "float64")
+        repro.setup(0)
+        assert torch.get_default_dtype() == torch.float64
+        assert repro.provenance()["dtype"] == "float64"
+        monkeypatch.setenv("REVLIB_DTYPE", "half")
+        with pytest.raises(ValueError, match="REVLIB_DTYPE"):
+            repro.setup(0)
+    finally:
+        monkeypatch.delenv("REVLIB_DTYPE")
+        repro.setup(0)
+    assert torch.get_default_dtype() == torch.float32
+    assert "dtype" not in repro.provenance()
+
+
 def _other_machine_in(env):
     import os
     import subprocess

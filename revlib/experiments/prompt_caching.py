@@ -383,8 +383,8 @@ def fine_tune(
 
     opt = torch.optim.Adam(params)
     pairs = torch.as_tensor(train.pairs)
-    z_t = torch.as_tensor(np.log(p_t / (1 - p_t)), dtype=torch.float32)
-    y_h = torch.as_tensor(hard, dtype=torch.float32)
+    z_t = torch.as_tensor(np.log(p_t / (1 - p_t)), dtype=torch.get_default_dtype())
+    y_h = torch.as_tensor(hard, dtype=torch.get_default_dtype())
     gen = torch.Generator().manual_seed(seed)
     for _ in range(cfg.steps):
         b = torch.randint(0, len(pairs), (min(cfg.batch, len(pairs)),), generator=gen)

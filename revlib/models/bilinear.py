@@ -29,7 +29,7 @@ class Bilinear(nn.Module):
                 f"theta0 must have shape {(n_seeds, dim, dim)}, "
                 f"got {tuple(theta0.shape)}"
             )
-        self.theta = nn.Parameter(theta0.clone().float())
+        self.theta = nn.Parameter(theta0.clone().to(torch.get_default_dtype()))
 
     def logits(self, inputs: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
         """``inputs [S, N, r]``, ``vocab [S, m, r]`` -> logits ``x^T Theta v_j``,

@@ -79,7 +79,7 @@ def embedding_matrix(kind: str, M: int, d: int, seed: int) -> torch.Tensor:
     if d < M:
         raise ValueError(f"d must be >= M={M} for orthonormal embeddings, got {d}")
     q, _ = torch.linalg.qr(torch.randn(d, M, generator=g, dtype=torch.float64))
-    return q.T.float().contiguous()
+    return q.T.to(torch.get_default_dtype()).contiguous()
 
 
 class OneLayer(nn.Module):

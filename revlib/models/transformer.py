@@ -149,8 +149,10 @@ def _rotary(x: torch.Tensor) -> torch.Tensor:
     """Rotary position embedding of ``x [..., T, dh]`` (pairs of channels rotated by
     position)."""
     T, dh = x.shape[-2], x.shape[-1]
-    inv = 1.0 / (10000 ** (torch.arange(0, dh, 2, dtype=torch.float32) / dh))
-    ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]
+    inv = 1.0 / (
+        10000 ** (torch.arange(0, dh, 2, dtype=torch.get_default_dtype()) / dh)
+    )
+    ang = torch.arange(T, dtype=torch.get_default_dtype())[:, None] * inv[None, :]
     cos, sin = ang.cos(), ang.sin()
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
