@@ -13,11 +13,6 @@ from revlib import sweeps
 from revlib.config import ExperimentConfig
 
 NOT_A_VALUE = object()  # the wrong type for every field
-# Known gaps, each to be closed in its module (strict: the case fails once it is closed,
-# so the entry is then removed): a non-tuple passed as a tuple field.
-KNOWN_GAPS: set[tuple[str, str, str]] = (
-    set()
-)  # (experiment, field, case) not yet checked
 
 
 def _fields():
@@ -46,9 +41,6 @@ CASES = [
         field,
         value,
         id=f"{name}.{field}:{what}",
-        marks=[pytest.mark.xfail(strict=True, reason="known gap")]
-        if (name, field, what) in KNOWN_GAPS
-        else [],
     )
     for name, field, kind in _fields()
     for what, value in _bad_values(kind)
