@@ -70,6 +70,7 @@ from pathlib import Path
 import numpy as np
 
 from revlib import report
+from revlib.config import CONTROL_KINDS, Control
 
 MODES = ("assert", "record")
 KINDS = (
@@ -81,7 +82,6 @@ KINDS = (
 PAPER_VERDICTS = ("in size", "in direction", "not reproduced", "not run")
 # a science control removes the mechanism or gives the answer away; a plumbing control
 # changes what is read, swapped or compared (a stored file, step 0, no training)
-CONTROL_KINDS = ("science", "plumbing")
 # the key of Ledger(quick=...) that lists the claims whose effect a quick-size default
 # run does not show: CI does not count their controls there; they are checked at full
 # size
@@ -267,6 +267,75 @@ class Ledger:
                 )
         self.records: dict[str, Record] = {}
         self.mode = mode()
+        self._changes: dict[str, dict[str, object]] = {}
+
+    @classmethod
+    def of(
+        cls,
+        experiment,
+        control: str = "none",
+        *,
+        scale: str = "",
+        paper_scale: str = "unknown",
+        size_knobs: dict[str, float] | None = None,
+    ) -> "Ledger":
+        """The ledger of a notebook whose experiment module declares its controls
+        (``revlib.experiments.<name>``: ``NOTEBOOK``, ``CONTROLS``, a tuple of
+        :class:`revlib.config.Control`, and ``QUICK``, the quick sizes of CI, read from
+        the source by ``scripts/check-claims``). ``size_knobs``: the ``parameters``-cell
+        values that ``check-claims --scale`` multiplies (their names are the module's
+        ``SIZE_KNOBS``)."""
+        for name in ("NOTEBOOK", "CONTROLS"):
+            if not hasattr(experiment, name):
+                raise ValueError(
+                    f"{getattr(experiment, '__name__', experiment)!r} declares no "
+                    f"{name}: an experiment module names its notebook and its controls"
+                )
+        knobs = dict(size_knobs or {})
+        declared = set(getattr(experiment, "SIZE_KNOBS", ()))
+        if set(knobs) != declared:
+            raise ValueError(
+                f"size_knobs must give the module's SIZE_KNOBS {sorted(declared)}, "
+                f"got {sorted(knobs)}"
+            )
+        led = cls(
+            experiment.NOTEBOOK,
+            control=control,
+            controls={c.name: (c.kind, c.sentence) for c in experiment.CONTROLS},
+            scale=scale,
+            paper_scale=paper_scale,
+            size_knobs=knobs,
+            quick=dict(getattr(experiment, "QUICK", {})),
+        )
+        led._changes = {c.name: dict(c.change) for c in experiment.CONTROLS}
+        return led
+
+    def config(self, cfg):
+        """``cfg`` with the running control's ``Config`` changes applied (unchanged
+        in the default run): ``cfg = ledger.config(module.Config(...))``."""
+        import dataclasses
+
+        change = self._changes.get(self.control, {})
+        missing = [k for k in change if not hasattr(cfg, k)]
+        if missing:
+            raise ValueError(
+                f"control {self.control!r} sets {missing}, which "
+                f"{type(cfg).__qualname__} has no field for"
+            )
+        return dataclasses.replace(cfg, **change) if change else cfg
+
+    def skips(self, skip_under: tuple[str, ...]) -> bool:
+        """Whether a record stated with ``skip_under`` is left out of this run (it does
+        not apply under the running control; ``"controls"`` names every control)."""
+        unknown = set(skip_under) - set(self.controls) - {"controls"}
+        if unknown:
+            raise ValueError(
+                f"skip_under names {sorted(unknown)}, not controls of "
+                f"{self.notebook} ({sorted(self.controls)})"
+            )
+        if self.control == "none":
+            return False
+        return "controls" in skip_under or self.control in skip_under
 
     # -- stating -----------------------------------------------------------------------
     def _record(self, rec: Record, label: str) -> Record:
@@ -518,10 +587,14 @@ class Ledger:
         above: float | None = None,
         below: float | None = None,
         tol: float,
+        skip_under: tuple[str, ...] = (),
     ) -> bool:
         """Something true by construction (a structural zero, a parameter count): shown
         as an illustration and asserted as a sanity check of the code, never counted as
-        evidence."""
+        evidence. ``skip_under``: controls under which it is not true by construction
+        and is not stated (``("controls",)``: every control)."""
+        if self.skips(skip_under):
+            return True
         rec = self._record(
             self._judge("identity", id, sentence, values, above, below, tol, (), ()),
             "identity",
@@ -658,3 +731,61 @@ def ledger_of(notebook: dict | str | Path) -> dict | None:
             if "revlib_ledger" in meta:
                 return meta["revlib_ledger"]
     return None
+
+
+def parameters_of(source: str | Path) -> dict[str, object]:
+    """The literal values of a notebook's ``parameters`` cell, read from its jupytext
+    source (``notebooks/<part>/<name>.py``) without running it."""
+    import ast
+
+    lines, inside = [], False
+    for line in Path(source).read_text().splitlines():
+        if line.startswith("# %%"):
+            if inside:
+                break
+            inside = '"parameters"' in line
+            continue
+        if inside:
+            lines.append(line)
+    if not inside and not lines:
+        raise ValueError(f"{source}: no cell tagged 'parameters'")
+    out = {}
+    for node in ast.parse("\n".join(lines)).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                try:
+                    out[target.id] = ast.literal_eval(node.value)
+                except ValueError:
+                    pass  # not a literal: not a knob CI can set
+    return out
+
+
+def declared(notebook: str | Path) -> dict | None:
+    """A notebook's controls, quick sizes and size knobs as its experiment module
+    (``revlib.experiments.<name>``) declares them, read from the source; ``None`` where
+    the module declares no ``CONTROLS`` (the notebook then names them in its ledger,
+    which :func:`ledger_of` reads from the executed outputs)."""
+    import importlib
+
+    path = Path(notebook)
+    try:
+        module = importlib.import_module(f"revlib.experiments.{path.stem}")
+    except ModuleNotFoundError:
+        return None
+    if not hasattr(module, "CONTROLS"):
+        return None
+    params = parameters_of(path.with_suffix(".py"))
+    missing = [k for k in getattr(module, "SIZE_KNOBS", ()) if k not in params]
+    if missing:
+        raise ValueError(
+            f"{path.with_suffix('.py')}: SIZE_KNOBS {missing} are not literals of its "
+            "parameters cell"
+        )
+    return {
+        "notebook": module.NOTEBOOK,
+        "controls": {c.name: c.sentence for c in module.CONTROLS},
+        "control_kinds": {c.name: c.kind for c in module.CONTROLS},
+        "quick": dict(getattr(module, "QUICK", {})),
+        "size_knobs": {k: params[k] for k in getattr(module, "SIZE_KNOBS", ())},
+    }

@@ -70,3 +70,50 @@ class ExperimentConfig:
                 )
             kw["optimizer"] = self.OPTIMIZER
         return TrainConfig(**kw)
+
+
+CONTROL_KINDS = ("science", "plumbing")
+
+
+@dataclass(frozen=True)
+class Control:
+    """A control run of an experiment, declared once in its module (``CONTROLS``):
+    ``name`` (lower_snake_case, the notebook's ``CONTROL``), ``kind`` (``"science"``:
+    the mechanism is removed or the answer is given; ``"plumbing"``: what is read,
+    swapped or compared, or no training), ``sentence`` (what it removes, gives away or
+    swaps, for the ledger) and ``change``, the ``Config`` fields it sets
+    (:meth:`revlib.claims.Ledger.config` applies them; empty where the control acts
+    elsewhere, e.g. on what the notebook reads)."""
+
+    name: str
+    kind: str
+    sentence: str
+    change: tuple[tuple[str, object], ...] = ()
+
+    def __post_init__(self):
+        import re
+
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name) or self.name == "none":
+            raise ValueError(
+                f"Control.name must be lower_snake_case and not 'none', got "
+                f"{self.name!r}"
+            )
+        if self.kind not in CONTROL_KINDS:
+            raise ValueError(
+                f"Control.kind must be one of {CONTROL_KINDS}, got {self.kind!r}"
+            )
+        if not self.sentence:
+            raise ValueError(f"Control {self.name!r} needs a sentence")
+        if isinstance(self.change, dict):  # a dict is the natural way to write it
+            object.__setattr__(self, "change", tuple(self.change.items()))
+
+
+def no_training(what: str = "the model keeps its start") -> Control:
+    """The one "no training" control: every optimiser step is a no-op (the ``Config``
+    field ``no_training``), under one name in every experiment."""
+    return Control(
+        "no_training",
+        "plumbing",
+        f"every optimiser step is a no-op: {what}",
+        {"no_training": True},
+    )

@@ -2,7 +2,9 @@
 break.
 
 Used by ``scripts/check-claims``. A notebook's controls, size knobs and quick sizes are
-read from the ledger stored in its executed ``.ipynb`` (:mod:`revlib.claims`). Each run
+read from the source, where its experiment module declares them
+(:func:`revlib.claims.declared`), else from the ledger stored in its executed
+``.ipynb`` (:mod:`revlib.claims`). Each run
 executes a copy of the notebook with ``CONTROL`` (and, with
 ``--scale``/``--quick``/``--seed``, other parameters) injected the papermill way, in
 record mode (``REVLIB_CLAIMS=record``: nothing raises), and reads the ledger the run
@@ -170,7 +172,9 @@ def main() -> int:
     )
     jobs, skipped = [], []
     for p in paths:
-        stored = claims.ledger_of(p)
+        # controls, quick sizes and size knobs from the source where the experiment
+        # module declares them; else from the ledger stored in the executed notebook
+        stored = claims.declared(p) or claims.ledger_of(p)
         if stored is None:
             skipped.append(p)
             continue

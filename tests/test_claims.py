@@ -549,3 +549,92 @@ def test_stored_tolerances_cover_the_measured_seed_spread():
         nb: ids - below.get(nb, set()) for nb, ids in TOL_BELOW_SEED_SPREAD.items()
     }
     assert not any(fixed.values()), f"listed, but now covered (remove them): {fixed}"
+
+
+def test_an_experiment_declares_its_controls_and_the_ledger_applies_them(
+    monkeypatch,
+):
+    import types
+
+    from revlib.config import Control, no_training
+    from revlib.experiments import bilinear
+
+    monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
+    led = claims.Ledger.of(bilinear, "no_training", size_knobs={"M": 64, "N_PAIRS": 16})
+    assert led.control_kinds == {
+        "reverse_in_training": "science",
+        "no_training": "plumbing",
+    }
+    assert led.config(bilinear.Config()).no_training
+    assert (
+        not claims.Ledger.of(bilinear, size_knobs={"M": 64, "N_PAIRS": 16})
+        .config(bilinear.Config())
+        .no_training
+    )
+    with pytest.raises(ValueError, match="SIZE_KNOBS"):
+        claims.Ledger.of(bilinear, size_knobs={"M": 64})
+    with pytest.raises(ValueError, match="CONTROL must be"):
+        claims.Ledger.of(bilinear, "no_noise", size_knobs={"M": 64, "N_PAIRS": 16})
+    with pytest.raises(ValueError, match="declares no"):
+        claims.Ledger.of(types.SimpleNamespace(__name__="x"))
+    # a change naming a field the Config lacks is refused, naming it
+    fake = types.SimpleNamespace(
+        NOTEBOOK="reversal/bilinear",
+        CONTROLS=(Control("no_noise", "science", "no noise", {"noise": False}),),
+    )
+    with pytest.raises(ValueError, match="noise"):
+        claims.Ledger.of(fake, "no_noise").config(bilinear.Config())
+    with pytest.raises(ValueError, match="Control.kind"):
+        Control("x", "other", "s")
+    with pytest.raises(ValueError, match="Control.name"):
+        Control("none", "science", "s")
+    assert no_training().change == (("no_training", True),)
+
+
+def test_a_record_skipped_under_a_control_is_not_stated(monkeypatch):
+    from revlib.experiments import bilinear
+
+    monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
+    knobs = {"M": 64, "N_PAIRS": 16}
+    for control, stated in (
+        ("none", True),
+        ("no_training", False),
+        ("reverse_in_training", True),
+    ):
+        led = claims.Ledger.of(bilinear, control, size_knobs=knobs)
+        led.identity("zero", "a zero", [0.0], below=1e-6, tol=1e-7,
+                     skip_under=("no_training",))  # fmt: skip
+        assert ("zero" in led.records) == stated
+    led = claims.Ledger.of(bilinear, "reverse_in_training", size_knobs=knobs)
+    led.identity("z", "a zero", [0.0], below=1e-6, tol=1e-7, skip_under=("controls",))
+    assert "z" not in led.records
+    with pytest.raises(ValueError, match="skip_under"):
+        led.identity("y", "a zero", [0.0], below=1e-6, tol=1e-7, skip_under=("x",))
+
+
+def test_declared_controls_and_knobs_are_read_from_the_source():
+    for nb in NOTEBOOKS:
+        found = claims.declared(nb)
+        if found is None:
+            continue
+        stored = claims.ledger_of(nb)
+        assert found["notebook"] == stored["notebook"]
+        assert found["controls"] == stored["controls"], nb.stem
+        assert found["size_knobs"] == stored["size_knobs"], nb.stem
+        assert found["quick"] == stored["quick"], nb.stem
+        # the notebook asks the ledger; no branch on CONTROL is left in its code
+        code = nb.with_suffix(".py").read_text()
+        assert "CONTROL ==" not in code and "CONTROL !=" not in code, nb.stem
+    assert claims.declared(ROOT / "notebooks/reversal/bilinear.ipynb") is not None
+
+
+def test_parameters_are_read_without_running_the_notebook(tmp_path):
+    src = tmp_path / "x.py"
+    src.write_text(
+        '# %%\nA = 1\n# %% tags=["parameters"]\nSEED = 0  # seed\nN = 2 * 3\n'
+        'M = 4.5\nNAME = "a"\n# %%\nB = 2\n'
+    )
+    assert claims.parameters_of(src) == {"SEED": 0, "M": 4.5, "NAME": "a"}
+    src.write_text("# %%\nA = 1\n")
+    with pytest.raises(ValueError, match="parameters"):
+        claims.parameters_of(src)

@@ -58,43 +58,27 @@ LR = 0.03         # SGD with momentum 0.9 and weight decay 1e-4, as in the scrip
 CONTROL = "none"  # a control run, one of the ledger's controls; see check-claims
 
 # %%
-from revlib import repro
+from revlib import claims, repro
+from revlib.experiments import ff_vs_attention as fa
 
 repro.setup(SEED)
-
-from revlib import claims
-
-ledger = claims.Ledger(
-    "associations/ff_vs_attention", control=CONTROL,
-    controls={"no_noise": ("science",
-                           "trained with noise_prob = 0: no noise token to store"),
-              "ff2_frozen": ("science", "FF2 keeps its initial weights (it cannot "
-                             "store q -> tau)"),
-              "attention_frozen": ("science", "every attention layer keeps its initial "
-                                   "weights (no induction head can form)")},
+ledger = claims.Ledger.of(
+    fa, CONTROL,
     scale=f"d = {D}, T = {SEQ_LEN}, batch {BATCH}, {STEPS} SGD steps, {N_SEEDS} seeds",
     paper_scale="d = 256, T = 256, batch 512, 5000 SGD steps (the code's script)",
-    size_knobs={"D": D, "SEQ_LEN": SEQ_LEN},
-    # at 400 steps attention has not learnt the recall yet, so these claims do not hold
-    # in CI's quick run and its controls prove nothing about them: full size only
-    quick={"N_SEEDS": 1, "STEPS": 400, "full_size_only": [
-        "attention-recalls", "removal-raises-p-ybar", "attention-on-ybar",
-        "partial-rank-raises-tau", "variants-recall"]})
+    size_knobs={"D": D, "SEQ_LEN": SEQ_LEN})
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import plot
-from revlib.experiments import ff_vs_attention as fa
 from revlib.report import approx
 
 plot.set_theme()
-# the controls change the training only; every claim keeps the nominal ALPHA
-train_alpha = 0.0 if CONTROL == "no_noise" else ALPHA
-frozen = {"ff2_frozen": ("ff2",), "attention_frozen": ("attention",)}.get(CONTROL, ())
-base = dict(d=D, seq_len=SEQ_LEN, alpha=train_alpha, seed=SEED, steps=STEPS,
-            batch_size=BATCH, lr=LR, frozen=frozen)
-main = fa.run(fa.Config(n_seeds=N_SEEDS, **base))
+# the controls change the training only (ledger.config); every claim keeps ALPHA
+base = dict(d=D, seq_len=SEQ_LEN, alpha=ALPHA, seed=SEED, steps=STEPS, batch_size=BATCH,
+            lr=LR)
+main = fa.run(ledger.config(fa.Config(n_seeds=N_SEEDS, **base)))
 print(f"seeds {main.config.seeds}, trainable parameters per model: {main.n_params}")
 
 # %% tags=["hide-input"]
@@ -314,7 +298,7 @@ plt.show()
 
 # %%
 variants = {"no FF1": ("none", "mlp"), "linear FF2": ("mlp", "linear")}
-var = {name: fa.run(fa.Config(n_seeds=1, ff=ff, **base))
+var = {name: fa.run(ledger.config(fa.Config(n_seeds=1, ff=ff, **base)))
        for name, ff in variants.items()}
 
 # %% tags=["hide-input"]

@@ -54,22 +54,15 @@ SEQ_LEN = 64          # T (the paper's code: 256)
 CONTROL = "none"      # a control run, one of the ledger's controls; see check-claims
 
 # %%
-from revlib import repro
+from revlib import claims, repro
+from revlib.experiments import gradients_at_init as gi
 
 repro.setup(SEED)
-
-from revlib import claims
-
-ledger = claims.Ledger(
-    "associations/gradients_at_init", control=CONTROL,
-    controls={"no_noise": ("science", "every sequence sampled with noise_prob = 0; "
-                           "the closed forms keep alpha (no noise token to learn)"),
-              "no_attention": ("science", "the attention removed: the value path reads "
-                               "the current token instead of the context average h_t")},
+ledger = claims.Ledger.of(
+    gi, CONTROL,
     scale=f"V = 65 generated symbols, T = {SEQ_LEN}, {N_SEQUENCES} sequences per alpha",
     paper_scale="V = 65 (tiny-Shakespeare), T = 256, batch 512 (the code's script)",
-    size_knobs={"N_SEQUENCES": N_SEQUENCES, "SEQ_LEN": SEQ_LEN},
-    quick={"N_SEQUENCES": 2048})
+    size_knobs={"N_SEQUENCES": N_SEQUENCES, "SEQ_LEN": SEQ_LEN})
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -77,7 +70,6 @@ import numpy as np
 from revlib import plot
 from revlib.report import approx
 from revlib.data import noisy_recall as nr
-from revlib.experiments import gradients_at_init as gi
 from revlib.theory import associations as theory
 
 plot.set_theme()
@@ -123,9 +115,8 @@ print(f"answer ybar = {ybar}, loss positions (trigger, 2nd occurrence on): "
 # nothing of the labels but $\alpha$.
 
 # %%
-res = gi.run(gi.Config(alpha=ALPHA, seq_len=SEQ_LEN, n_sequences=N_SEQUENCES, seed=SEED,
-                       noise=CONTROL != "no_noise",
-                       attention=CONTROL != "no_attention"))
+res = gi.run(ledger.config(gi.Config(alpha=ALPHA, seq_len=SEQ_LEN,
+                                     n_sequences=N_SEQUENCES, seed=SEED)))
 leading = theory.attention_signal_leading(res.alphas, res.rho)
 exact = theory.attention_signal_exact(res.label_share)
 # standard error of the FF margin over all loss positions, labels taken as independent:

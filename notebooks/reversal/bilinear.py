@@ -69,18 +69,14 @@ CONTROL = "none" # a control run, one of the ledger's controls; see scripts/chec
 
 # %%
 from revlib import claims, repro
+from revlib.experiments import bilinear
 
 repro.setup(SEED)
-ledger = claims.Ledger(
-    "reversal/bilinear", control=CONTROL,
-    controls={"reverse_in_training": ("science",
-                                      "the held-out reverse facts are trained too"),
-              "no_training": ("plumbing", "every optimiser step is a no-op: Theta "
-                                          "keeps its start")},
+ledger = claims.Ledger.of(
+    bilinear, CONTROL,
     scale=f"m = {M}, n = {N_PAIRS}, d = {D} (sweeps 8-4096), {N_SEEDS} seeds "
           f"({SWEEP_SEEDS} in the epsilon sweep), {STEPS} GD steps of size {LR}",
-    paper_scale="unknown", size_knobs={"M": M, "N_PAIRS": N_PAIRS},
-    quick={"N_SEEDS": 2, "SWEEP_SEEDS": 4})
+    size_knobs={"M": M, "N_PAIRS": N_PAIRS})
 
 import dataclasses
 import math
@@ -89,15 +85,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import plot
-from revlib.experiments import bilinear
 from revlib.theory import bilinear as theory
 
 plot.set_theme()
 log_m = math.log(M)
-base = bilinear.Config(m=M, n=N_PAIRS, d=D, seed=SEED, n_seeds=N_SEEDS, lr=LR,
-                       steps=STEPS,
-                       reverse_in_training=CONTROL == "reverse_in_training",
-                       no_training=CONTROL == "no_training")
+base = ledger.config(bilinear.Config(m=M, n=N_PAIRS, d=D, seed=SEED, n_seeds=N_SEEDS,
+                                     lr=LR, steps=STEPS))
 print(f"m = {M}, n = {N_PAIRS}, |D_train| = {2 * N_PAIRS - 1}, d = {D}, "
       f"log m = {log_m:.3f}, seeds {base.seeds}")
 

@@ -65,22 +65,13 @@ RELATED_EPOCHS = 80
 CONTROL = "none"
 
 # %%
-from revlib import repro
+from revlib import claims, repro
+from revlib.experiments import chain_of_thought as cot
 
 repro.setup(SEED)
-
-from revlib import claims
-
-ledger = claims.Ledger(
-    "reversal/chain_of_thought",
-    control=CONTROL,
-    controls={
-        "no_training": ("plumbing", "every model keeps its initial weights"),
-        "transitive_in_training": (
-            "science",
-            "the held-out A_i ~> C_i facts are trained too (the answer given)",
-        ),
-    },
+ledger = claims.Ledger.of(
+    cot,
+    CONTROL,
     scale=f"|V| = {VOCAB}, {N_TRIPLES} triples ({N_HELDOUT} held out); transformer "
     f"{N_LAYER} layers, d = {D_MODEL}, {EPOCHS} epochs; {N_SEEDS} seeds",
     paper_scale="|V| = 800, 200 triples (60 held out); GPT-2, 24 layers, d = 768, "
@@ -93,7 +84,6 @@ ledger = claims.Ledger(
         "RELATED_TRAIN": RELATED_TRAIN,
         "RELATED_HELDOUT": RELATED_HELDOUT,
     },
-    quick={"N_SEEDS": 1},
 )
 
 import math
@@ -102,7 +92,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import plot, probes
-from revlib.experiments import chain_of_thought as cot
 from revlib.report import approx
 
 # Tolerances of the printed numbers: each covers the spread of its number over 5 fresh
@@ -125,9 +114,8 @@ cfg = cot.Config(
     related_train=RELATED_TRAIN,
     related_heldout=RELATED_HELDOUT,
     related_epochs=RELATED_EPOCHS,
-    heldout_in_training=CONTROL == "transitive_in_training",
-    no_training=CONTROL == "no_training",
 )
+cfg = ledger.config(cfg)
 res = cot.run(cfg)
 log_V = res.log_V
 print(
@@ -182,31 +170,33 @@ p_held = (VOCAB * h["p_AC_heldout"][1:]).max(axis=0)
 # gradients that lower them, and every row has mean 0, so the logit of C_i after
 # "A_i ~>" is below the mean of its row: p <= 1/|V| and C_i is never the argmax. Shown
 # when training ran on the theorem's data (untrained, Y = 0: the bounds are equalities).
-if CONTROL == "none":
-    ledger.identity(
-        "reparam-y-ac-falls",
-        "Y[A_i, C_i] of the held-out triples stays below its "
-        "initial 0 (largest over triples and steps, per seed)",
-        y_ac,
-        below=0.0,
-        tol=0.001,
-    )
-    ledger.identity(
-        "reparam-heldout-below-uniform",
-        "|V| p(C_i | A_i ~>) of the held-out triples "
-        "stays below 1, the uniform level (largest over steps, per seed)",
-        p_held,
-        below=1.0,
-        tol=0.01,
-    )
-    ledger.identity(
-        "reparam-direct-fails",
-        "the direct answer A ~> C^ is right on at most a tenth "
-        "of the held-out triples (per seed)",
-        rp.direct_acc,
-        below=0.1,
-        tol=0.01,
-    )
+ledger.identity(
+    "reparam-y-ac-falls",
+    "Y[A_i, C_i] of the held-out triples stays below its "
+    "initial 0 (largest over triples and steps, per seed)",
+    y_ac,
+    below=0.0,
+    tol=0.001,
+    skip_under=("controls",),
+)
+ledger.identity(
+    "reparam-heldout-below-uniform",
+    "|V| p(C_i | A_i ~>) of the held-out triples "
+    "stays below 1, the uniform level (largest over steps, per seed)",
+    p_held,
+    below=1.0,
+    tol=0.01,
+    skip_under=("controls",),
+)
+ledger.identity(
+    "reparam-direct-fails",
+    "the direct answer A ~> C^ is right on at most a tenth "
+    "of the held-out triples (per seed)",
+    rp.direct_acc,
+    below=0.1,
+    tol=0.01,
+    skip_under=("controls",),
+)
 p_final = h["p_AC_heldout"][-1].max()
 nll_final = h["nll_heldout"][-1].mean()
 print(

@@ -66,20 +66,16 @@ CONTROL = "none"  # a control run, one of the ledger's controls: scripts/check-c
 
 # %%
 from revlib import claims, repro
+from revlib.experiments import one_layer
 
 repro.setup(SEED)
-ledger = claims.Ledger(
-    "reversal/one_layer", control=CONTROL,
-    controls={"reverse_in_training": ("science", "the held-out backward sentences are "
-                                                 "trained too"),
-              "no_training": ("plumbing", "every optimiser step is a no-op: the models "
-                                          "keep their start")},
+ledger = claims.Ledger.of(
+    one_layer, CONTROL,
     scale=f"M = {M}, {N_PAIRS} pairs, {N_HELDOUT} held out, {N_SEEDS} seeds; "
           f"transformer d = {D}",
     paper_scale="unknown (the paper's Figure 2: a 24-layer GPT-2, d = 768, "
                 "vocabulary 800)",
-    size_knobs={"M": M, "N_PAIRS": N_PAIRS, "N_HELDOUT": N_HELDOUT, "D": D},
-    quick={"N_SEEDS": 2})
+    size_knobs={"M": M, "N_PAIRS": N_PAIRS, "N_HELDOUT": N_HELDOUT, "D": D})
 
 import math
 
@@ -87,16 +83,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import plot
-from revlib.experiments import one_layer
 
 plot.set_theme()
 # step budgets follow the data: GD moves each sentence's weights at a rate 1/N
 n_train = 2 * N_PAIRS - N_HELDOUT
-cfg = one_layer.Config(M=M, n=N_PAIRS, n_heldout=N_HELDOUT, seed=SEED, n_seeds=N_SEEDS,
-                       lr=LR, steps=STEPS_PER_SENTENCE * n_train, d=D, tf_lr=TF_LR,
-                       tf_steps=TF_STEPS_PER_SENTENCE * n_train,
-                       reverse_in_training=CONTROL == "reverse_in_training",
-                       no_training=CONTROL == "no_training")
+cfg = ledger.config(one_layer.Config(
+    M=M, n=N_PAIRS, n_heldout=N_HELDOUT, seed=SEED, n_seeds=N_SEEDS, lr=LR,
+    steps=STEPS_PER_SENTENCE * n_train, d=D, tf_lr=TF_LR,
+    tf_steps=TF_STEPS_PER_SENTENCE * n_train))
 res = one_layer.run(cfg)
 
 # %% tags=["hide-input"]
@@ -129,18 +123,19 @@ ledger.check("y-ab-follows-flow",
              "training / the final prediction", gap / pred["Y_AB"][-1], below=0.02,
              tol=0.001, kind="derivation", source="the chapter's forward flow",
              controls=("no_training",))
-if CONTROL != "reverse_in_training":  # there the held-out rows are inputs and do move
-    ledger.identity("y-ba-heldout-zero",
-                    "largest |Y[B_i, A_i]| over held-out pairs and steps (the row "
-                    "never receives a gradient)", h["Y_BA_heldout"].max(axis=0),
-                    below=1e-6, tol=1e-7)
+# not under reverse_in_training: there the held-out rows are inputs and do move
+ledger.identity("y-ba-heldout-zero",
+                "largest |Y[B_i, A_i]| over held-out pairs and steps (the row "
+                "never receives a gradient)", h["Y_BA_heldout"].max(axis=0),
+                below=1e-6, tol=1e-7,
+                skip_under=("reverse_in_training",))
 # by construction (the proof of Theorem 3): the row B_i stays 0 and the relation row has
 # mean 0 with its A_i entry only falling, so p <= 1/M; without training p = 1/M exactly
-if CONTROL == "none":
-    ledger.identity("heldout-at-most-uniform",
-                    "M * largest held-out p(A_i | B_i <-) over pairs and every step "
-                    "after the start (the theorem: at most 1)",
-                    M * h["heldout_p_max"][1:].max(axis=0), below=1.0, tol=0.02)
+ledger.identity("heldout-at-most-uniform",
+                "M * largest held-out p(A_i | B_i <-) over pairs and every step "
+                "after the start (the theorem: at most 1)",
+                M * h["heldout_p_max"][1:].max(axis=0), below=1.0, tol=0.02,
+                skip_under=("controls",))
 ledger.check("heldout-falls",
              "M * final held-out p(A_i | B_i <-), mean over pairs (below half a "
              "uniform guess)", M * h["heldout_p"][-1], below=0.5, tol=0.02, kind="ours",
@@ -245,11 +240,11 @@ ledger.check("trained-diagonals",
              tol=0.3, kind="paper", source="Theorem 3",
              paper="trained directions are learnt: p -> 1 (no number)",
              controls=("no_training",))
-if CONTROL != "reverse_in_training":
-    ledger.identity("rp-heldout-diagonal-zero",
-                    "|diagonal minus off-diagonal| of held-out Y[B_i, A_j], "
-                    "reparameterised (those rows never move)",
-                    np.abs(per_seed["reparameterised"][:, 2]), below=1e-6, tol=1e-7)
+ledger.identity("rp-heldout-diagonal-zero",
+                "|diagonal minus off-diagonal| of held-out Y[B_i, A_j], "
+                "reparameterised (those rows never move)",
+                np.abs(per_seed["reparameterised"][:, 2]), below=1e-6, tol=1e-7,
+                skip_under=("reverse_in_training",))
 ledger.check("tf-heldout-no-diagonal",
              "diagonal minus off-diagonal of held-out Y[B_i, A_j], transformer",
              per_seed["transformer"][:, 2], below=0.5, tol=0.1, kind="paper",
@@ -316,20 +311,20 @@ ledger.check("t3-attention-concentrates",
              "final attention of the query on the unique entity token (1/2 at the "
              "start)", hy["attention_unique"][-1], above=0.9, tol=0.01, kind="ours",
              controls=("no_training",))
-if CONTROL != "reverse_in_training":
-    ledger.identity("t3-heldout-weights-zero",
-                    "largest |Y[B_i, A_i]| and |Z[<-, B_i]| over held-out pairs and "
-                    "steps",
-                    np.concatenate([hy["Y_BA_heldout"].max(axis=0),
-                                    hy["Z_BA_heldout"].max(axis=0)]),
-                    below=1e-6, tol=1e-7)
+ledger.identity("t3-heldout-weights-zero",
+                "largest |Y[B_i, A_i]| and |Z[<-, B_i]| over held-out pairs and "
+                "steps",
+                np.concatenate([hy["Y_BA_heldout"].max(axis=0),
+                                hy["Z_BA_heldout"].max(axis=0)]),
+                below=1e-6, tol=1e-7,
+                skip_under=("reverse_in_training",))
 # by construction, as at T = 2: every row the logits read has mean 0 and an A_i entry
 # that only falls, whatever the attention
-if CONTROL == "none":
-    ledger.identity("t3-heldout-at-most-uniform",
-                    "M * largest held-out p(A_i | B_i b <-) over pairs and every step "
-                    "after the start", M * hy["heldout_p_max"][1:].max(axis=0),
-                    below=1.0, tol=0.02)
+ledger.identity("t3-heldout-at-most-uniform",
+                "M * largest held-out p(A_i | B_i b <-) over pairs and every step "
+                "after the start", M * hy["heldout_p_max"][1:].max(axis=0),
+                below=1.0, tol=0.02,
+                skip_under=("controls",))
 ledger.glue("t3_att_start", hy["attention_unique"][0].mean(), digits=3)
 ledger.glue("t3_att_end", hy["attention_unique"][-1].min(), tol=0.0005)
 ledger.glue("t3_fit", min(hy["forward_p"][-1].min(), hy["backward_p"][-1].min()),

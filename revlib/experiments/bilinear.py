@@ -11,11 +11,25 @@ import numpy as np
 import torch
 
 from revlib import _validate, repro
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.bilinear import BilinearTask, bilinear_task
 from revlib.models.bilinear import Bilinear
 from revlib.theory import bilinear as theory
 from revlib.train import History, train
+
+NOTEBOOK = "reversal/bilinear"
+# The notebook's controls (its CONTROL), each with the Config change it makes.
+CONTROLS = (
+    Control(
+        "reverse_in_training",
+        "science",
+        "the held-out reverse facts are trained too",
+        {"reverse_in_training": True},
+    ),
+    no_training("Theta keeps its start"),
+)
+SIZE_KNOBS = ("M", "N_PAIRS")  # what check-claims --scale multiplies
+QUICK = {"N_SEEDS": 2, "SWEEP_SEEDS": 4}  # CI's control runs
 
 
 @dataclass(frozen=True)

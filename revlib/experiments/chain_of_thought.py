@@ -10,11 +10,33 @@ import numpy as np
 import torch
 
 from revlib import _validate
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.chains import DIRECT, INDIRECT, ChainTask, chain_task, related_task
 from revlib.models.reparam import Reparam, nll
 from revlib.models.transformer import Transformer, TransformerConfig, check_shape
 from revlib.train import History, TrainConfig, train
+
+NOTEBOOK = "reversal/chain_of_thought"
+# The notebook's controls (its CONTROL), each with the Config change it makes.
+CONTROLS = (
+    no_training("every model keeps its initial weights"),
+    Control(
+        "transitive_in_training",
+        "science",
+        "the held-out A_i ~> C_i facts are trained too (the answer given)",
+        {"heldout_in_training": True},
+    ),
+)
+# what check-claims --scale multiplies
+SIZE_KNOBS = (
+    "VOCAB",
+    "N_TRIPLES",
+    "N_HELDOUT",
+    "ALPHABET",
+    "RELATED_TRAIN",
+    "RELATED_HELDOUT",
+)
+QUICK = {"N_SEEDS": 1}  # CI's control runs
 
 
 @dataclass(frozen=True)

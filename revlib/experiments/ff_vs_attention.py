@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from revlib import _validate, probes
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig
 from revlib.data import noisy_recall as nr
 from revlib.metrics import masked_mean
 from revlib.models.transformer import (
@@ -28,6 +28,45 @@ from revlib.models.transformer import (
     answer_loss,
 )
 from revlib.train import History, train
+
+NOTEBOOK = "associations/ff_vs_attention"
+# The notebook's controls (its CONTROL), each with the Config change it makes; they
+# change the training only (every claim keeps the nominal alpha).
+CONTROLS = (
+    Control(
+        "no_noise",
+        "science",
+        "trained with noise_prob = 0: no noise token to store",
+        {"alpha": 0.0},
+    ),
+    Control(
+        "ff2_frozen",
+        "science",
+        "FF2 keeps its initial weights (it cannot store q -> tau)",
+        {"frozen": ("ff2",)},
+    ),
+    Control(
+        "attention_frozen",
+        "science",
+        "every attention layer keeps its initial weights (no induction head can form)",
+        {"frozen": ("attention",)},
+    ),
+)
+SIZE_KNOBS = ("D", "SEQ_LEN")  # what check-claims --scale multiplies
+# CI's control runs. At 400 steps attention has not learnt the recall yet, so these
+# claims do not hold in CI's quick run and its controls prove nothing about them: full
+# size only.
+QUICK = {
+    "N_SEEDS": 1,
+    "STEPS": 400,
+    "full_size_only": [
+        "attention-recalls",
+        "removal-raises-p-ybar",
+        "attention-on-ybar",
+        "partial-rank-raises-tau",
+        "variants-recall",
+    ],
+}
 
 METRICS = (
     "p_tau",

@@ -16,8 +16,30 @@ import numpy as np
 import torch
 
 from revlib import _validate
+from revlib.config import Control
 from revlib.data import noisy_recall as nr
 from revlib.theory import associations as theory
+
+NOTEBOOK = "associations/gradients_at_init"
+# The notebook's controls (its CONTROL), each with the Config change it makes.
+CONTROLS = (
+    Control(
+        "no_noise",
+        "science",
+        "every sequence sampled with noise_prob = 0; the closed forms keep alpha (no "
+        "noise token to learn)",
+        {"noise": False},
+    ),
+    Control(
+        "no_attention",
+        "science",
+        "the attention removed: the value path reads the current token instead of the "
+        "context average h_t",
+        {"attention": False},
+    ),
+)
+SIZE_KNOBS = ("N_SEQUENCES", "SEQ_LEN")  # what check-claims --scale multiplies
+QUICK = {"N_SEQUENCES": 2048}  # CI's control runs
 
 _CHUNK = 1024  # sequences per generated chunk: bounds the [N, T, V] context histograms
 

@@ -12,11 +12,25 @@ import numpy as np
 import torch
 
 from revlib import _validate
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.reversal import ReversalTask, reversal_task, typed_reversal_task
 from revlib.models.reparam import EMBEDDINGS, OneLayer, Reparam, nll
 from revlib.theory import one_layer as theory
 from revlib.train import History, TrainConfig, train
+
+NOTEBOOK = "reversal/one_layer"
+# The notebook's controls (its CONTROL), each with the Config change it makes.
+CONTROLS = (
+    Control(
+        "reverse_in_training",
+        "science",
+        "the held-out backward sentences are trained too",
+        {"reverse_in_training": True},
+    ),
+    no_training("the models keep their start"),
+)
+SIZE_KNOBS = ("M", "N_PAIRS", "N_HELDOUT", "D")  # what check-claims --scale multiplies
+QUICK = {"N_SEEDS": 2}  # CI's control runs
 
 
 @dataclass(frozen=True)
