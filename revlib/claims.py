@@ -268,6 +268,8 @@ class Ledger:
         self.records: dict[str, Record] = {}
         self.mode = mode()
         self._changes: dict[str, dict[str, object]] = {}
+        self._applied: set[str] = set()
+        self._swaps: set[str] = set()
 
     @classmethod
     def of(
@@ -308,21 +310,37 @@ class Ledger:
             quick=dict(getattr(experiment, "QUICK", {})),
         )
         led._changes = {c.name: dict(c.change) for c in experiment.CONTROLS}
+        led._swaps = {c.name for c in experiment.CONTROLS if c.swaps}
         return led
 
     def config(self, cfg):
         """``cfg`` with the running control's ``Config`` changes applied (unchanged
-        in the default run): ``cfg = ledger.config(module.Config(...))``."""
+        in the default run): ``cfg = ledger.config(module.Config(...))``. A notebook
+        with several Configs passes each: a change applies to those that have its
+        field, and :meth:`summary` fails if one found no Config to apply to."""
         import dataclasses
 
-        change = self._changes.get(self.control, {})
-        missing = [k for k in change if not hasattr(cfg, k)]
-        if missing:
-            raise ValueError(
-                f"control {self.control!r} sets {missing}, which "
-                f"{type(cfg).__qualname__} has no field for"
-            )
+        trains = getattr(cfg, "trains", True)  # no_training reaches trained Configs
+        change = {
+            k: v
+            for k, v in self._changes.get(self.control, {}).items()
+            if hasattr(cfg, k) and (k != "no_training" or trains)
+        }
+        self._applied.update(change)
         return dataclasses.replace(cfg, **change) if change else cfg
+
+    def swap(self, a, b):
+        """``(a, b)``, or ``(b, a)`` under a control declared with ``swaps=True``: the
+        two things it reads each as the other (``one, two = ledger.swap(x, y)``)."""
+        return (b, a) if self.control in self._swaps else (a, b)
+
+    def _check_applied(self) -> None:
+        unused = set(self._changes.get(self.control, {})) - self._applied
+        if unused:
+            raise ValueError(
+                f"control {self.control!r} sets {sorted(unused)}, but no Config passed "
+                "to ledger.config has such a field: the control changed nothing"
+            )
 
     def skips(self, skip_under: tuple[str, ...]) -> bool:
         """Whether a record stated with ``skip_under`` is left out of this run (it does
@@ -669,6 +687,7 @@ class Ledger:
     def summary(self) -> None:
         """Print the ledger (one line per record) and store it in the notebook; with
         ``REVLIB_LEDGER`` set, also write it there as JSON (atomically)."""
+        self._check_applied()
         counts = {
             k: sum(r.outcome == k for r in self.records.values() if is_claim(r))
             for k in ("holds", "fails", "untested")
@@ -753,11 +772,19 @@ def parameters_of(source: str | Path) -> dict[str, object]:
     for node in ast.parse("\n".join(lines)).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue  # not a literal: not a knob CI can set
             if isinstance(target, ast.Name):
-                try:
-                    out[target.id] = ast.literal_eval(node.value)
-                except ValueError:
-                    pass  # not a literal: not a knob CI can set
+                out[target.id] = value
+            elif (  # N_A, N_B = 400, 240
+                isinstance(target, ast.Tuple)
+                and all(isinstance(e, ast.Name) for e in target.elts)
+                and isinstance(value, tuple)
+                and len(value) == len(target.elts)
+            ):
+                out.update({e.id: v for e, v in zip(target.elts, value)})
     return out
 
 

@@ -27,6 +27,7 @@ TRAIN_FIELDS = (
     "eval_points",
     "eval_spacing",
     "warmup_steps",
+    "no_training",
 )
 
 
@@ -34,6 +35,8 @@ TRAIN_FIELDS = (
 class ExperimentConfig:
     """``seed``: the first seed; ``n_seeds`` models, seeds ``seed, seed + 1, ...``
     (:func:`revlib.repro.seed_list`), train at once as one batched model.
+    ``no_training``: the one "no training" control (:func:`no_training`), passed to
+    :class:`revlib.train.TrainConfig`: no optimiser step is made.
 
     Class attributes (not fields): ``OPTIMIZER``, the experiment's optimiser (a
     :data:`revlib.train.OPTIMIZERS` name; ``None`` where the experiment does not train
@@ -42,6 +45,7 @@ class ExperimentConfig:
 
     seed: int = 0
     n_seeds: int = 1
+    no_training: bool = False  # the control no_training(): no optimiser step
 
     OPTIMIZER: ClassVar[str | None] = None
     MAX_SEEDS: ClassVar[int] = 64
@@ -49,8 +53,20 @@ class ExperimentConfig:
     def __post_init__(self):
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         _validate.integer("n_seeds", self.n_seeds, 1, self.MAX_SEEDS)
+        _validate.boolean("no_training", self.no_training)
+        if self.no_training and not self.trains:
+            raise ValueError(
+                f"no_training must be False: {type(self).__qualname__} does not train "
+                "with revlib.train"
+            )
         if self.OPTIMIZER is not None or hasattr(self, "optimizer"):
             self.train_config()  # steps, lr, batch_size, ... checked under their names
+
+    @property
+    def trains(self) -> bool:
+        """Whether this experiment trains with :func:`revlib.train.train` (and so
+        takes ``no_training``)."""
+        return self.OPTIMIZER is not None or hasattr(self, "optimizer")
 
     @property
     def seeds(self) -> list[int]:
@@ -83,12 +99,15 @@ class Control:
     swapped or compared, or no training), ``sentence`` (what it removes, gives away or
     swaps, for the ledger) and ``change``, the ``Config`` fields it sets
     (:meth:`revlib.claims.Ledger.config` applies them; empty where the control acts
-    elsewhere, e.g. on what the notebook reads)."""
+    elsewhere, e.g. on what the notebook reads). ``swaps``: a plumbing control that
+    reads two things each as the other (:meth:`revlib.claims.Ledger.swap` swaps the
+    pair the notebook names)."""
 
     name: str
     kind: str
     sentence: str
     change: tuple[tuple[str, object], ...] = ()
+    swaps: bool = False
 
     def __post_init__(self):
         import re
@@ -106,11 +125,15 @@ class Control:
             raise ValueError(f"Control {self.name!r} needs a sentence")
         if isinstance(self.change, dict):  # a dict is the natural way to write it
             object.__setattr__(self, "change", tuple(self.change.items()))
+        if self.swaps and self.kind != "plumbing":
+            raise ValueError(f"Control {self.name!r} swaps: its kind must be plumbing")
 
 
 def no_training(what: str = "the model keeps its start") -> Control:
-    """The one "no training" control: every optimiser step is a no-op (the ``Config``
-    field ``no_training``), under one name in every experiment."""
+    """The one "no training" control, under one name in every experiment: the
+    ``Config`` field ``no_training`` (from :class:`ExperimentConfig`) reaches
+    :class:`revlib.train.TrainConfig`, and :func:`revlib.train.train` makes no
+    optimiser step."""
     return Control(
         "no_training",
         "plumbing",

@@ -35,7 +35,10 @@ class TrainConfig:
     ``"adamw"`` (minibatches too). ``eval_points`` evaluations are spaced
     ``"linear"``-ly or ``"log"``-arithmically in steps. ``warmup_steps``: the learning
     rate rises linearly to ``lr`` over these first steps, then stays constant (0:
-    constant from the start), as in the binding paper's recipe.
+    constant from the start), as in the binding paper's recipe. ``no_training``: the
+    control of every experiment that keeps the model at its start: :func:`train` makes
+    no optimiser step (it still checks one loss and records the evaluations, which are
+    those of the start at every evaluation point).
     """
 
     steps: int
@@ -48,6 +51,7 @@ class TrainConfig:
     eval_points: int = 50
     eval_spacing: str = "linear"
     warmup_steps: int = 0
+    no_training: bool = False
 
     def __post_init__(self):
         _validate.integer("steps", self.steps, 1, 10**7)
@@ -72,6 +76,7 @@ class TrainConfig:
         _validate.integer("eval_points", self.eval_points, 2, 10**5)
         _validate.choice("eval_spacing", self.eval_spacing, ("linear", "log"))
         _validate.integer("warmup_steps", self.warmup_steps, 0, self.steps)
+        _validate.boolean("no_training", self.no_training)
 
     def lr_at(self, step: int) -> float:
         """The learning rate of step ``step`` (0-based): ``lr`` after a linear warm-up
@@ -183,7 +188,8 @@ def _fingerprint(
 ) -> dict:
     """What a checkpoint must agree on to be resumed by this call."""
     return {
-        "config": repr(cfg),
+        # no_training=False left out: checkpoints written before the field existed load
+        "config": repr(cfg).replace(", no_training=False", ""),
         "n_train": n_train,
         "n_seeds": n_seeds,
         "batch_seeds": list(batch_seeds),
@@ -287,6 +293,24 @@ def train(
             )
         for name, v in values.items():
             records[name].append(v.detach().double().cpu().numpy().reshape(n_seeds))
+
+    if cfg.no_training:  # the control: no step, so every evaluation is the start's
+        idx = None if batches is None else next(batches).to(device)
+        loss = loss_fn(idx)
+        if loss.shape != (n_seeds,):
+            raise ValueError(
+                f"loss_fn must return one loss per seed, shape ({n_seeds},), "
+                f"got {tuple(loss.shape)}"
+            )
+        record()
+        return History(
+            steps=eval_steps,
+            lr=cfg.lr,
+            values={
+                k: np.repeat(np.stack(v), len(eval_steps), axis=0)
+                for k, v in (records or {}).items()
+            },
+        )
 
     next_eval, first = 0, 0
     ctx = _ACTIVE[-1] if _ACTIVE and checkpoint is None else None

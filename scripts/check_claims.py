@@ -232,6 +232,9 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
             if r["ledger"] is None:
                 bad += 1
                 print(f"| (run {r['control']} wrote no ledger: {r['errors'][:1]}) |")
+            elif r["errors"]:  # a cell that failed may hide the claims it states
+                bad += 1
+                print(f"| (run {r['control']} stopped in a cell: {r['errors'][:1]}) |")
         for rid in ids:
             cells = []
             kind = ""

@@ -577,13 +577,35 @@ def test_an_experiment_declares_its_controls_and_the_ledger_applies_them(
         claims.Ledger.of(bilinear, "no_noise", size_knobs={"M": 64, "N_PAIRS": 16})
     with pytest.raises(ValueError, match="declares no"):
         claims.Ledger.of(types.SimpleNamespace(__name__="x"))
-    # a change naming a field the Config lacks is refused, naming it
+    # a change naming a field no Config passed to ledger.config has is refused at
+    # summary, naming it; a field of one of several Configs applies to that one only
     fake = types.SimpleNamespace(
         NOTEBOOK="reversal/bilinear",
         CONTROLS=(Control("no_noise", "science", "no noise", {"noise": False}),),
     )
+    led = claims.Ledger.of(fake, "no_noise")
+    assert led.config(bilinear.Config()) == bilinear.Config()
     with pytest.raises(ValueError, match="noise"):
-        claims.Ledger.of(fake, "no_noise").config(bilinear.Config())
+        led.summary()
+    from revlib.experiments import entanglement
+
+    led = claims.Ledger.of(
+        entanglement, "shuffled_groups", size_knobs={"N_A": 1, "N_B": 1, "STEPS": 1}
+    )
+    assert led.config(entanglement.Config()) == entanglement.Config()
+    assert led.config(entanglement.OverlapConfig()).shuffled_groups
+    # a swapping control reads a pair the other way round; no other run does
+    from revlib.experiments import surface_names
+
+    knobs = {"N_A": 1, "N_B": 1, "STEPS": 1}
+    assert claims.Ledger.of(surface_names, "swap_stored", size_knobs=knobs).swap(
+        0, 10
+    ) == (10, 0)
+    for other in ("none", "no_training"):
+        led = claims.Ledger.of(surface_names, other, size_knobs=knobs)
+        assert led.swap(0, 10) == (0, 10)
+    with pytest.raises(ValueError, match="plumbing"):
+        Control("x", "science", "s", swaps=True)
     with pytest.raises(ValueError, match="Control.kind"):
         Control("x", "other", "s")
     with pytest.raises(ValueError, match="Control.name"):

@@ -231,3 +231,30 @@ def test_a_checkpoint_of_another_run_is_refused(tmp_path):
         _mlp_run(path, steps=30)
     with pytest.raises(ValueError, match="checkpoint_every"):
         _mlp_run(tmp_path / "other.pt", every=0)
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "adamw"])
+def test_no_training_makes_no_step_and_records_the_start(optimizer):
+    # the one "no training" control (revlib.config.no_training): weights unchanged, and
+    # every evaluation point holds the start's values
+    targets = torch.tensor([[1.0, 3.0, 2.0, 0.0], [-2.0, 0.0, 1.0, 5.0]])
+    w, loss = _quadratic(2, targets)
+    with torch.no_grad():
+        w.add_(torch.tensor([0.5, -0.25]))
+    start = w.detach().clone()
+    batch = 0 if optimizer == "gd" else 2
+    cfg = TrainConfig(steps=30, lr=0.1, optimizer=optimizer, batch_size=batch,
+                      weight_decay=0.1, eval_points=4, no_training=True)  # fmt: skip
+    hist = train([w], loss, cfg, evaluate=lambda: {"w": w.clone()}, n_train=4,
+                 n_seeds=2)  # fmt: skip
+    assert torch.equal(w.detach(), start)
+    np.testing.assert_array_equal(hist["w"], np.tile(start.numpy(), (4, 1)))
+    assert list(hist.steps) == list(cfg.eval_steps())
+    assert TrainConfig(steps=1, lr=0.1).no_training is False
+
+
+def test_an_experiment_that_does_not_train_refuses_no_training():
+    from revlib.experiments import entanglement
+
+    with pytest.raises(ValueError, match="no_training"):
+        entanglement.Config(no_training=True)

@@ -60,23 +60,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import claims, plot
-from revlib.experiments import entanglement, surface_names
+from revlib.experiments import entanglement
 from revlib.report import approx
 
-ledger = claims.Ledger(
-    "binding/entanglement", control=CONTROL,
-    controls={
-        "disjoint": ("science", "the two facts reach the last layer through disjoint "
-                     "halves of its hidden units (alpha^T beta = 0)"),
-        "shuffled_groups": ("science", "entity pairs are grouped by another entity's "
-                            "name"),
-        "no_training": ("plumbing", "the names model is not trained (2 AdamW steps at "
-                        "lr 1e-12)")},
+ledger = claims.Ledger.of(
+    entanglement, CONTROL,
     scale=f"d = 64, 2 layers; {N_A} + {N_B} entities, m = {MULTIPLICITY}, "
           f"{STEPS} steps",
     paper_scale="80,000 entities, m = 10, d = 768 (the paper shows the formula only)",
-    size_knobs={"N_A": N_A, "N_B": N_B, "STEPS": STEPS},
-    quick={"N_SEEDS": 2})
+    size_knobs={"N_A": N_A, "N_B": N_B, "STEPS": STEPS})
 
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
 # Section 1 is one float64 step from a seeded initialisation, which another machine
@@ -113,9 +105,8 @@ plot.set_theme()
 # into the other; as identities they are not controls of any claim.
 
 # %%
-check = entanglement.step_check(entanglement.Config(
-    eta=ETA, seed=SEED, n_seeds=N_SEEDS, disjoint=CONTROL == "disjoint",
-    assumptions="as_named"))
+check = entanglement.step_check(ledger.config(entanglement.Config(
+    eta=ETA, seed=SEED, n_seeds=N_SEEDS, assumptions="as_named")))
 err = check.rel_error
 digits = {name: -np.log10(np.maximum(v, 1e-17)) for name, v in err.items()}
 
@@ -183,12 +174,10 @@ plt.show()
 # (`shuffled_groups`: the gap must vanish) and no training (`no_training`: nothing may shrink).
 
 # %%
-untrained = dict(steps=2, lr=1e-12) if CONTROL == "no_training" else dict(steps=STEPS)
-cfg = surface_names.Config(n_a=N_A, n_b=N_B, n_rel=3, multiplicity=MULTIPLICITY,
-                           batch_size=128, seed=SEED, n_seeds=2, n_eval=300,
-                           eval_points=3, **untrained)
-res, before, after = entanglement.trained_overlap(
-    cfg, shuffled_groups=CONTROL == "shuffled_groups")
+res, before, after = entanglement.trained_overlap(ledger.config(
+    entanglement.OverlapConfig(n_a=N_A, n_b=N_B, n_rel=3, multiplicity=MULTIPLICITY,
+                               batch_size=128, seed=SEED, n_seeds=2, n_eval=300,
+                               eval_points=3, steps=STEPS)))
 
 # %% tags=["hide-input"]
 fit = ledger.precondition(

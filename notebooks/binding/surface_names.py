@@ -71,23 +71,12 @@ from revlib.data.binding import binding_task
 from revlib.experiments import surface_names
 from revlib.report import approx, exact
 
-ledger = claims.Ledger(
-    "binding/surface_names", control=CONTROL,
-    controls={
-        "reverse_in_training": ("science", "the live names run also trains its "
-                                "held-out reverse facts"),
-        "swap_stored": ("plumbing", "the stored one-token runs are read as the names "
-                        "runs and the other way round"),
-        "no_training": ("plumbing", "the live runs are not trained (AdamW at lr "
-                        "1e-12)")},
+ledger = claims.Ledger.of(
+    surface_names, CONTROL,
     scale=f"live: {N_A} + {N_B} entities, m = {MULTIPLICITY}, {STEPS} steps; stored: "
           "1,600 + 200 entities, 20,000 steps; d = 64, 2 layers",
     paper_scale="50,000 + 30,000 entities, m = 10, up to 3M steps, d = 768",
-    size_knobs={"N_A": N_A, "N_B": N_B, "STEPS": STEPS},
-    # CI's control runs: the claims that swap_stored and no_training must break read the
-    # stored runs and the live re-run (LIVE_STEPS), not the live run of STEPS steps
-    quick={"swap_stored": {"STEPS": 20}, "no_training": {"STEPS": 20}})
-NO_TRAINING = {"lr": 1e-12} if CONTROL == "no_training" else {}
+    size_knobs={"N_A": N_A, "N_B": N_B, "STEPS": STEPS})
 
 plot.set_theme()
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds;
@@ -123,10 +112,9 @@ def chance_of(task):
 # too, and the same tests must fail: they would see a learnt reversal.
 
 # %%
-names = surface_names.run(surface_names.Config(
+names = surface_names.run(ledger.config(surface_names.Config(
     n_a=N_A, n_b=N_B, n_rel=N_REL, multiplicity=MULTIPLICITY, steps=STEPS,
-    batch_size=128, seed=SEED, n_seeds=2, n_eval=300, eval_points=7,
-    reverse_in_training=CONTROL == "reverse_in_training", **NO_TRAINING))
+    batch_size=128, seed=SEED, n_seeds=2, n_eval=300, eval_points=7)))
 
 # %% tags=["hide-input"]
 chance_acc, chance_mrr = chance_of(names.task)
@@ -194,7 +182,7 @@ for m, st in stored.items():
               f"MRR {exact(g[split + '_mrr'])}")
     print(f"  held-out chance: accuracy 1/{int(g.iloc[0].n_b)} = {c_acc:.4f}, "
           f"MRR {np.round(c_mrr, 4)}")
-one, two = (0, MULTIPLICITY) if CONTROL != "swap_stored" else (MULTIPLICITY, 0)
+one, two = ledger.swap(0, MULTIPLICITY)  # swap_stored reads each as the other
 abstract, named = stored[one]["rows"], stored[two]["rows"]
 a_chance, n_chance = stored[one]["chance"], stored[two]["chance"]
 ledger.precondition(
@@ -256,16 +244,16 @@ print("test MRR at step 1,000 (one token per entity): "
 TOL_LIVE = 0.05
 named_rows = stored[MULTIPLICITY]["rows"]
 # the re-run checks the stored file; a control that does not name its claim skips it
-RERUN = CONTROL in ("none", "no_training")
+RERUN = not ledger.skips(("reverse_in_training", "swap_stored"))
 if RERUN:
-    live = surface_names.run(records.config_of(named_rows.iloc[0], steps=LIVE_STEPS,
-                                               eval_points=2, seed=SEED, n_seeds=1,
-                                               **NO_TRAINING))
+    live = surface_names.run(ledger.config(records.config_of(
+        named_rows.iloc[0], steps=LIVE_STEPS, eval_points=2, seed=SEED, n_seeds=1)))
 
 # %% tags=["hide-input"]
 excess = []
 if not RERUN:
-    print(f"live re-run skipped under control {CONTROL} (its claim names no_training)")
+    print(f"live re-run skipped under control {ledger.control} (its claim names "
+          "no_training)")
 else:
     for name, got, ref, allowed in records.live_against_stored(
             named_rows, live, ("train_acc", "atomic_acc", "test_mrr"), LIVE_STEPS, -1,

@@ -44,8 +44,8 @@ class Config(ExperimentConfig):
     Two controls (the notebook's ``CONTROL``), both off by default:
     ``reverse_in_training`` also trains the held-out reverse facts (they are still
     evaluated as ``reverse_loss``: a "not learnt" claim must then fail); ``no_training``
-    turns every optimiser step into a no-op (the loss is multiplied by 0), so ``Theta``
-    keeps its initial value while the evaluations run as usual.
+    (:func:`revlib.config.no_training`) makes no optimiser step, so ``Theta`` keeps its
+    initial value while the evaluations run as usual.
     """
 
     m: int = 64
@@ -62,7 +62,6 @@ class Config(ExperimentConfig):
     eval_points: int = 60
     eval_spacing: str = "log"
     reverse_in_training: bool = False
-    no_training: bool = False
 
     MAX_SEEDS = 256
 
@@ -74,8 +73,7 @@ class Config(ExperimentConfig):
         _validate.choice("optimizer", self.optimizer, ("gd", "sgd"))
         _validate.choice("init", self.init, ("zero", "pretrained"))
         _validate.real("init_scale", self.init_scale, 0.0, 10.0)
-        for name in ("reverse_in_training", "no_training"):
-            _validate.boolean(name, getattr(self, name))
+        _validate.boolean("reverse_in_training", self.reverse_in_training)
         super().__post_init__()  # seed, n_seeds; lr, steps, batch_size, eval_*
 
 
@@ -135,9 +133,6 @@ def run(config: Config) -> Result:
             train_in=torch.cat([task.train_in, task.heldout_in], dim=1),
             train_out=torch.cat([task.train_out, task.heldout_out], dim=1),
         )
-    gain = (
-        0.0 if config.no_training else 1.0
-    )  # control: a zero loss makes every step a no-op
     S, r = task.n_seeds, task.coords.shape[-1]
     theta0 = None
     if config.init == "pretrained":
@@ -154,8 +149,8 @@ def run(config: Config) -> Result:
 
     def loss(idx):
         if idx is None:
-            return gain * model.loss(vocab, task.train_in, task.train_out)
-        return gain * model.loss(
+            return model.loss(vocab, task.train_in, task.train_out)
+        return model.loss(
             vocab, task.train_in.gather(1, idx), task.train_out.gather(1, idx)
         )
 

@@ -50,7 +50,7 @@ class Config(ExperimentConfig):
     ``related_train`` / ``related_heldout`` triples, ``related_epochs`` epochs (``0``
     skips it). Controls: ``heldout_in_training`` trains the held-out "A_i ~> C_i" too
     (the answer given; the correlated-token variant likewise); ``no_training`` keeps
-    every model at its initial weights (one step of zero loss, no weight decay)."""
+    every model at its initial weights (no optimiser step)."""
 
     vocab_size: int = 302
     n: int = 100
@@ -71,7 +71,6 @@ class Config(ExperimentConfig):
     related_epochs: int = 80
     eval_points: int = 30
     heldout_in_training: bool = False
-    no_training: bool = False
 
     OPTIMIZER = "gd"  # the reparameterised model's; the transformer's: tf_train_config
 
@@ -89,8 +88,7 @@ class Config(ExperimentConfig):
             self.alphabet - self.related_train,
         )
         _validate.integer("related_epochs", self.related_epochs, 0, 100_000)
-        for name in ("heldout_in_training", "no_training"):
-            _validate.boolean(name, getattr(self, name))
+        _validate.boolean("heldout_in_training", self.heldout_in_training)
         check_shape(self.n_layer, self.n_head, self.d_model)
         _validate.real("tf_lr", self.tf_lr, 0.0, 1e4, lo_open=True)
         _validate.real("weight_decay", self.weight_decay, 0.0, 10.0)
@@ -98,23 +96,15 @@ class Config(ExperimentConfig):
         super().__post_init__()  # seed, n_seeds; steps, lr, eval_points
 
     def train_config(self) -> TrainConfig:
-        if self.no_training:
-            return TrainConfig(steps=1, lr=self.lr, eval_points=2)
-        return TrainConfig(steps=self.steps, lr=self.lr, eval_points=self.eval_points)
+        return TrainConfig(
+            steps=self.steps,
+            lr=self.lr,
+            eval_points=self.eval_points,
+            no_training=self.no_training,
+        )
 
     def tf_train_config(self, n_train: int, epochs: int) -> TrainConfig:
         _validate.integer("batch_size", self.batch_size, 1, n_train)
-        if (
-            self.no_training
-        ):  # one step of zero loss: the weights stay where they started
-            return TrainConfig(
-                steps=1,
-                lr=self.tf_lr,
-                optimizer="adamw",
-                batch_size=self.batch_size,
-                weight_decay=0.0,
-                eval_points=2,
-            )
         steps = max(1, epochs * (n_train // self.batch_size))
         return TrainConfig(
             steps=steps,
@@ -123,10 +113,8 @@ class Config(ExperimentConfig):
             batch_size=self.batch_size,
             weight_decay=self.weight_decay,
             eval_points=self.eval_points,
+            no_training=self.no_training,
         )
-
-    def _loss(self, value: torch.Tensor) -> torch.Tensor:
-        return value * 0.0 if self.no_training else value
 
 
 @dataclass
@@ -263,9 +251,7 @@ def run(config: Config) -> Result:
     rlog = _answer_logits_fn(reparam, "reparam")
     rhist = train(
         reparam,
-        lambda idx: config._loss(
-            nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1)
-        ),
+        lambda idx: nll(_seq_logits(rlog, task.train), task.train[..., 2]).mean(1),
         config.train_config(),
         _evaluator(
             rlog,
@@ -291,7 +277,7 @@ def run(config: Config) -> Result:
 
     def tf_loss(idx):
         seq = _gather(task.train, idx)
-        return config._loss(nll(_seq_logits(tlog, seq), seq[..., 2]).mean(1))
+        return nll(_seq_logits(tlog, seq), seq[..., 2]).mean(1)
 
     thist = train(
         tf,
@@ -325,9 +311,7 @@ def run(config: Config) -> Result:
 
         def rel_loss(idx):
             # mean per answer token
-            return config._loss(
-                _related_nll(rel, _gather(rtask.train, idx)).mean(1) / 2
-            )
+            return _related_nll(rel, _gather(rtask.train, idx)).mean(1) / 2
 
         related = train(
             rel,

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from revlib import _validate
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.binding import binding_task
 from revlib.experiments import surface_names
 from revlib.models.transformer import (
@@ -22,6 +22,26 @@ from revlib.models.transformer import (
     check_shape,
 )
 from revlib.theory import entanglement as theory
+
+NOTEBOOK = "binding/entanglement"
+CONTROLS = (
+    Control(
+        "disjoint",
+        "science",
+        "the two facts reach the last layer through disjoint halves of its hidden "
+        "units (alpha^T beta = 0)",
+        {"disjoint": True},
+    ),
+    Control(
+        "shuffled_groups",
+        "science",
+        "entity pairs are grouped by another entity's name",
+        {"shuffled_groups": True},
+    ),
+    no_training("the names model keeps its initial weights"),
+)
+SIZE_KNOBS = ("N_A", "N_B", "STEPS")  # what check-claims --scale multiplies
+QUICK = {"N_SEEDS": 2}  # CI's control runs
 
 CHECKS = (
     "sgd",
@@ -332,11 +352,24 @@ def shuffled_names(names: torch.Tensor, seed: int = 0) -> torch.Tensor:
     return names[torch.arange(names.shape[0])[:, None], perm]
 
 
+@dataclass(frozen=True)
+class OverlapConfig(surface_names.Config):
+    """The names model of :mod:`revlib.experiments.surface_names` whose overlaps
+    :func:`trained_overlap` reads; ``shuffled_groups`` (a control): pairs are grouped
+    by another entity's name."""
+
+    shuffled_groups: bool = False
+
+    def __post_init__(self):
+        _validate.boolean("shuffled_groups", self.shuffled_groups)
+        super().__post_init__()
+
+
 def trained_overlap(
-    config: surface_names.Config, shuffled_groups: bool = False
+    config: OverlapConfig,
 ) -> tuple[surface_names.Result, NameOverlap, NameOverlap]:
     """Train the standard model on surface names; the overlaps at initialisation and
-    after (``shuffled_groups``, a control: pairs grouped by another entity's name)."""
+    after."""
     init = Transformer(
         TransformerConfig(
             vocab_size=binding_task(
@@ -358,7 +391,7 @@ def trained_overlap(
     )
     res = surface_names.run(config)
     names = res.task.names
-    groups = shuffled_names(names, config.seed) if shuffled_groups else names
+    groups = shuffled_names(names, config.seed) if config.shuffled_groups else names
     return (
         res,
         name_overlap(init, names, groups),

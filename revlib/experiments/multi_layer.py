@@ -69,7 +69,7 @@ class Config(ExperimentConfig):
     ``lr``, ``batch_size``, ``weight_decay`` for ``steps`` steps (:func:`steps_for`
     converts epochs); ``eval_points`` evaluations. Controls: ``reverse_in_training``
     puts the held-out sentences into training (reversal task only: the answer given);
-    ``no_training`` keeps the initial weights (one step of zero loss; no weight decay).
+    ``no_training`` keeps the initial weights (no optimiser step).
     """
 
     task: str = "reversal"
@@ -91,7 +91,6 @@ class Config(ExperimentConfig):
     weight_decay: float = 0.01
     eval_points: int = 31
     reverse_in_training: bool = False
-    no_training: bool = False
 
     OPTIMIZER = "adamw"
     MAX_SEEDS = 256
@@ -109,7 +108,7 @@ class Config(ExperimentConfig):
             _validate.integer("n_y", self.n_y, 2, self.vocab - self.n_x)
             _validate.integer("n_y_train", self.n_y_train, 1, self.n_y - 1)
         _validate.choice("positional", self.positional, POSITIONS)
-        for name in ("reverse_in_training", "no_training", "tied"):
+        for name in ("reverse_in_training", "tied"):
             _validate.boolean(name, getattr(self, name))
         if self.reverse_in_training and self.task != "reversal":
             raise ValueError(
@@ -153,17 +152,6 @@ class Config(ExperimentConfig):
         )
 
     def train_config(self) -> TrainConfig:
-        if (
-            self.no_training
-        ):  # one step of zero loss: the weights stay where they started
-            return TrainConfig(
-                steps=1,
-                lr=self.lr,
-                optimizer="adamw",
-                batch_size=self.batch_size,
-                weight_decay=0.0,
-                eval_points=2,
-            )
         return TrainConfig(
             steps=self.steps,
             lr=self.lr,
@@ -171,6 +159,7 @@ class Config(ExperimentConfig):
             batch_size=self.batch_size,
             weight_decay=self.weight_decay,
             eval_points=self.eval_points,
+            no_training=self.no_training,
         )
 
 
@@ -251,8 +240,7 @@ def run(config: Config) -> Result:
         return answer_loss(logits, tokens[:, :, 1:], data.answer_mask(tokens.shape[1]))
 
     def loss(idx):
-        out = nll(data.train.gather(1, idx[..., None].expand(-1, -1, T)))
-        return out * 0.0 if config.no_training else out
+        return nll(data.train.gather(1, idx[..., None].expand(-1, -1, T)))
 
     history = train(
         model,

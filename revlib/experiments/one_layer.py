@@ -43,9 +43,9 @@ class Config(ExperimentConfig):
 
     Two controls (the notebook's ``CONTROL``), both off by default:
     ``reverse_in_training`` also trains the held-out backward sentences (still evaluated
-    as held out: a "not learnt" claim must then fail); ``no_training`` turns every
-    optimiser step into a no-op (the loss is multiplied by 0), so every model keeps its
-    initial weights."""
+    as held out: a "not learnt" claim must then fail); ``no_training``
+    (:func:`revlib.config.no_training`) makes no optimiser step, so every model keeps
+    its initial weights."""
 
     M: int = 200
     n: int = 60
@@ -60,7 +60,6 @@ class Config(ExperimentConfig):
     tf_steps: int = 600
     eval_points: int = 40
     reverse_in_training: bool = False
-    no_training: bool = False
 
     OPTIMIZER = "gd"
 
@@ -75,8 +74,7 @@ class Config(ExperimentConfig):
                 f"d must be >= M={self.M} for orthonormal embeddings, got {self.d}"
             )
         _validate.real("init_std", self.init_std, 0.0, 10.0)
-        for name in ("reverse_in_training", "no_training"):
-            _validate.boolean(name, getattr(self, name))
+        _validate.boolean("reverse_in_training", self.reverse_in_training)
         # the transformer's optimiser fields, under their own names
         _validate.real("tf_lr", self.tf_lr, 0.0, 1e4, lo_open=True)
         _validate.integer("tf_steps", self.tf_steps, 1, 10**7)
@@ -84,7 +82,10 @@ class Config(ExperimentConfig):
 
     def tf_train_config(self) -> TrainConfig:
         return TrainConfig(
-            steps=self.tf_steps, lr=self.tf_lr, eval_points=self.eval_points
+            steps=self.tf_steps,
+            lr=self.tf_lr,
+            eval_points=self.eval_points,
+            no_training=self.no_training,
         )
 
 
@@ -164,13 +165,9 @@ def _controlled(task: ReversalTask, config: Config) -> ReversalTask:
 
 
 def _loss_of(model, task: ReversalTask, config: Config):
-    gain = (
-        0.0 if config.no_training else 1.0
-    )  # control: a zero loss makes every step a no-op
-    return lambda idx: (
-        gain
-        * nll(model(task.train_ctx, task.train_query), task.train_target).mean(dim=1)
-    )
+    return lambda idx: nll(
+        model(task.train_ctx, task.train_query), task.train_target
+    ).mean(dim=1)
 
 
 def run(config: Config) -> Result:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from revlib import _validate
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.binding import SPLITS, BindingTask, binding_task
 from revlib.metrics import answer_rank, mean_reciprocal_rank
 from revlib.models.transformer import (
@@ -24,6 +24,28 @@ from revlib.models.transformer import (
     check_shape,
 )
 from revlib.train import History, train
+
+
+NOTEBOOK = "binding/surface_names"
+CONTROLS = (
+    Control(
+        "reverse_in_training",
+        "science",
+        "the live names run also trains its held-out reverse facts",
+        {"reverse_in_training": True},
+    ),
+    Control(
+        "swap_stored",
+        "plumbing",
+        "the stored one-token runs are read as the names runs and the other way round",
+        swaps=True,
+    ),
+    no_training("the live runs keep their initial weights"),
+)
+SIZE_KNOBS = ("N_A", "N_B", "STEPS")  # what check-claims --scale multiplies
+# CI's control runs: the claims that swap_stored and no_training must break read the
+# stored runs and the live re-run (LIVE_STEPS), not the live run of STEPS steps
+QUICK = {"swap_stored": {"STEPS": 20}, "no_training": {"STEPS": 20}}
 
 
 @dataclass(frozen=True)
