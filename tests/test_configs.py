@@ -83,3 +83,25 @@ def test_the_base_gives_the_shared_fields_and_the_optimiser():
     )
     assert ff_vs_attention.Config(momentum=0.5).train_config().momentum == 0.5
     assert ff_vs_attention.Config().train_config().optimizer == "sgd"
+
+
+def test_every_experiment_train_config_passes_no_training_on():
+    """A TrainConfig built by hand in an experiment must carry ``no_training``: one
+    that did not (one_layer's T=3 run) trained under the no_training control, so a
+    claim that had to fail there held (CI, stop 31)."""
+    import ast
+    import pathlib
+
+    import revlib.experiments
+
+    missing = []
+    for path in sorted(pathlib.Path(revlib.experiments.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None))
+                == "TrainConfig"
+                and not any(k.arg in ("no_training", None) for k in node.keywords)
+            ):
+                missing.append(f"{path.name}:{node.lineno}")
+    assert not missing, f"TrainConfig(...) without no_training=: {missing}"

@@ -245,3 +245,16 @@ def test_rank_zero_of_either_mlp_matrix_removes_the_mlp_identically(model_and_se
         with lm.truncated(model, 27, matrix, 0):
             out[matrix] = cache.logits_from(27, 1)
     assert torch.equal(out["up_proj"], out["down_proj"])
+
+
+def test_the_first_conversion_prints_nothing(tmp_path, capfd):
+    """On a fresh clone the first notebook to load the model converts the GGUF; a
+    progress bar on stderr there fails nbval ("unexpected output fields: stderr")."""
+    pytest.importorskip("transformers", reason="the [lm] extra is not installed")
+    ok, why = smollm.available()
+    if not ok:
+        pytest.skip(why)
+    capfd.readouterr()
+    _, _, converted = smollm.load(tmp_path / "smollm2")
+    out, err = capfd.readouterr()
+    assert converted and (out, err) == ("", "")

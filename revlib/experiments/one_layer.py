@@ -247,12 +247,7 @@ def run_typed(config: Config) -> TypedResult:
             .amax(1),
         }
 
-    cfg = TrainConfig(
-        steps=config.steps,
-        lr=config.lr,
-        eval_points=config.eval_points,
-        eval_spacing="log",
-    )
+    cfg = dataclasses.replace(config.train_config(), eval_spacing="log")
     history = train(
         model,
         _loss_of(model, task, config),

@@ -15,7 +15,9 @@ before transformers is imported (importing this module changes nothing).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -130,10 +132,16 @@ def _convert(cache_dir: Path, gguf_file: Path) -> None:
     end, so an interrupted conversion never leaves a half-written cache."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
-    )
+    # transformers' GGUF reader draws its own tqdm bar on stderr, which
+    # disable_progress_bar does not reach: on a fresh clone the first notebook to load
+    # the model then printed an unexpected stderr and failed nbval. It is swallowed here.
+    with contextlib.redirect_stderr(io.StringIO()):
+        tok = AutoTokenizer.from_pretrained(
+            gguf_file.parent, gguf_file=gguf_file.name
+        )
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
+        )
     # A GGUF-loaded model refuses save_pretrained ("quantized with gguf and is not
     # serializable") although its weights are now plain float32 tensors.
     model.hf_quantizer = None
