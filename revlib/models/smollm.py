@@ -134,11 +134,9 @@ def _convert(cache_dir: Path, gguf_file: Path) -> None:
 
     # transformers' GGUF reader draws its own tqdm bar on stderr, which
     # disable_progress_bar does not reach: on a fresh clone the first notebook to load
-    # the model then printed an unexpected stderr and failed nbval. It is swallowed here.
+    # the model then printed an unexpected stderr and failed nbval. Swallowed here.
     with contextlib.redirect_stderr(io.StringIO()):
-        tok = AutoTokenizer.from_pretrained(
-            gguf_file.parent, gguf_file=gguf_file.name
-        )
+        tok = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
         model = AutoModelForCausalLM.from_pretrained(
             gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
         )
