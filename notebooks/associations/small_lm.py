@@ -59,32 +59,25 @@ CONTROL = "none"  # a control run, one of the ledger's controls (scripts/check-c
 from revlib import claims, repro
 
 repro.setup(SEED)
-ledger = claims.Ledger(
-    "associations/small_lm", control=CONTROL,
-    controls={
-        "no_training": ("plumbing", "learning rate 1e-9: the optimiser's steps change "
-                        "nothing, the model keeps its initial weights"),
-        "swap_io_s": ("plumbing", "the IO and subject labels are swapped where p(IO) "
-                      "and p(S) are measured (live and stored runs)"),
-    },
+from revlib.experiments import small_lm as sl
+
+ledger = claims.Ledger.of(
+    sl, CONTROL,
     scale=f"{N_LAYER} layers, d = 64, {STEPS} steps x batch 32, {N_SEEDS} seeds live; "
           "stored: 2 layers, 4,000 steps, 3 seeds",
     paper_scale="Pythia checkpoints (up to billions of parameters; sizes unknown)",
-    size_knobs={"STEPS": STEPS, "N_LAYER": N_LAYER},
-    quick={"STEPS": 300, "N_SEEDS": 1})
-LR = 1e-9 if CONTROL == "no_training" else 3e-3
+    size_knobs={"STEPS": STEPS, "N_LAYER": N_LAYER})
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import plot, records
 from revlib.data import small_corpus as sc
-from revlib.experiments import small_lm as sl
 from revlib.report import approx, exact
 
 plot.set_theme()
-cfg = sl.Config(n_layer=N_LAYER, p_ioi=P_IOI, alpha=ALPHA, seed=SEED, n_seeds=N_SEEDS,
-                steps=STEPS, lr=LR)
+cfg = ledger.config(sl.Config(n_layer=N_LAYER, p_ioi=P_IOI, alpha=ALPHA, seed=SEED,
+                              n_seeds=N_SEEDS, steps=STEPS, lr=3e-3))
 example = sc.sample([SEED], n=1, seq_len=cfg.seq_len, p_ioi=P_IOI, alpha=ALPHA,
                     stream=1)
 print(sc.decode(example.x[0, 0]))
@@ -94,8 +87,7 @@ print(f"vocabulary {sc.VOCAB_SIZE} tokens ({len(sc.NAMES)} names), "
 
 def names(rec):
     """p(IO), p(S) of a run's metrics, swapped under the swap_io_s control."""
-    pio, ps = rec["p_io"], rec["p_s"]
-    return (ps, pio) if CONTROL == "swap_io_s" else (pio, ps)
+    return ledger.swap(rec["p_io"], rec["p_s"])
 
 
 # %% [markdown]
@@ -290,8 +282,7 @@ ex = list(slm["extras"])
 
 def stored(part, key, at):
     """A stored ablation or sweep value per seed (IO, S swapped under swap_io_s)."""
-    if CONTROL == "swap_io_s":
-        key = {"p_io": "p_s", "p_s": "p_io"}.get(key, key)
+    key = dict(zip(("p_io", "p_s"), ledger.swap("p_io", "p_s"))).get(key, key)
     return np.array([e[part][key][at][0] for e in ex])
 
 

@@ -71,37 +71,22 @@ from revlib.data.arithmetic import arithmetic_task
 from revlib.experiments import arithmetic
 from revlib.report import approx, exact
 
-ledger = claims.Ledger(
-    "binding/arithmetic", control=CONTROL,
-    controls={
-        "probes_in_training": ("science", "the live models also train the probed "
-                               "facts (the values of the chain variables)"),
-        "swap_stored": ("plumbing", "the stored runs are read swapped: JEPA + memory "
-                        "as the standard model and 16 core entities per value as 4"),
-        "no_training": ("plumbing", "the live runs are not trained (AdamW at lr "
-                        "1e-12)")},
+ledger = claims.Ledger.of(
+    arithmetic, CONTROL,
     scale=f"P = {MODULUS}, {PER_VALUE} core entities per value, {N_CHAINS} chains "
           f"of {CHAIN_LEN} sums, {STEPS} steps; stored: 4-16 per value, 4,000 steps; "
           "d = 64",
     paper_scale="P = 10,007, 10 per value, trees with branching 10-40, up to 3M steps",
-    size_knobs={"PER_VALUE": PER_VALUE, "N_CHAINS": N_CHAINS, "STEPS": STEPS},
-    # CI's control runs: the claims that swap_stored and no_training must break read the
-    # stored runs and the live re-run (LIVE_STEPS), not the live run of STEPS steps
-    quick={"swap_stored": {"STEPS": 20}, "no_training": {"STEPS": 20}})
-LIVE = dict(probes_in_training=CONTROL == "probes_in_training")
-if CONTROL == "no_training":
-    LIVE["lr"] = 1e-12
+    size_knobs={"PER_VALUE": PER_VALUE, "N_CHAINS": N_CHAINS, "STEPS": STEPS})
 
 plot.set_theme()
 chance = 1 / MODULUS
 common = dict(modulus=MODULUS, per_value=PER_VALUE, n_chains=N_CHAINS,
               chain_len=CHAIN_LEN, steps=STEPS, seed=SEED, n_seeds=2)
-runs = {"standard": arithmetic.run(arithmetic.Config(model="standard", **{
-            "lr": 3e-3, **common, **LIVE})),
-        "JEPA": arithmetic.run(arithmetic.Config(model="jepa", **{
-            "lr": 1e-3, **common, **LIVE})),
-        "JEPA + memory": arithmetic.run(arithmetic.Config(model="jepa_memory", **{
-            "lr": 1e-3, **common, **LIVE}))}
+runs = {name: arithmetic.run(ledger.config(arithmetic.Config(model=model, lr=lr,
+                                                             **common)))
+        for name, model, lr in (("standard", "standard", 3e-3), ("JEPA", "jepa", 1e-3),
+                                ("JEPA + memory", "jepa_memory", 1e-3))}
 task = runs["standard"].task
 
 # %% tags=["hide-input"]
@@ -245,11 +230,12 @@ print(f"chance: {s_chance:.3f}")
 by = {name: {pv: g for (n, pv), g in groups.items() if n == name}
       for name in NAMES.values()}
 sizes = sorted(by["standard"])
-read = {name: dict(per) for name, per in by.items()}
-if CONTROL == "swap_stored":
-    read["standard"], read["JEPA + memory"] = by["JEPA + memory"], by["standard"]
-    read = {name: {pv: per[sizes[len(sizes) - 1 - i]] for i, pv in enumerate(sizes)}
-            for name, per in read.items()}
+# swap_stored reads JEPA + memory as the standard model and the other way round, and
+# each size as the size at the other end of the list
+first, second = ledger.swap("standard", "JEPA + memory")
+order = ledger.swap(sizes, sizes[::-1])[0]
+source = {**{n: n for n in by}, "standard": first, "JEPA + memory": second}
+read = {name: {pv: by[source[name]][q] for pv, q in zip(sizes, order)} for name in by}
 ledger.precondition("fit-stored", "every stored model fits its trained facts "
                     "(lowest; the ceiling is about 0.98)",
                     [g["train_acc"].min() for g in groups.values()], above=0.85,
@@ -342,18 +328,18 @@ if pick.empty:
     pick = mem[(mem["per_value"] == 4) & (mem["seed"] == 0)]
 row = pick.iloc[0]
 # the re-run checks the stored file; a control that does not name its claim skips it
-RERUN = CONTROL in ("none", "no_training")
+RERUN = not ledger.skips(("probes_in_training", "swap_stored"))
 if RERUN:
-    live = arithmetic.run(records.config_of(
-        row, steps=LIVE_STEPS, eval_points=2, n_seeds=1,
-        **({"lr": 1e-12} if CONTROL == "no_training" else {})))
+    live = arithmetic.run(ledger.config(records.config_of(
+        row, steps=LIVE_STEPS, eval_points=2, n_seeds=1)))
 
 # %% tags=["hide-input"]
 same = mem[mem["per_value"] == row["per_value"]]
 print(f"re-run: JEPA + memory, {row['per_value']} per value, seed {row['seed']}")
 excess = []
 if not RERUN:
-    print(f"live re-run skipped under control {CONTROL} (its claim names no_training)")
+    print(f"live re-run skipped under control {ledger.control} (its claim names "
+          "no_training)")
 else:
     for name, got, ref, allowed in records.live_against_stored(
             same, live, ("train_acc", "probe_acc"), LIVE_STEPS, int(row["seed"]),

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from revlib import _validate
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
 from revlib.experiments.surface_names import metrics
 from revlib.metrics import masked_mean
@@ -32,6 +32,30 @@ from revlib.models.transformer import (
 from revlib.train import History, train
 
 MODELS = ("standard", "jepa", "jepa_memory")
+
+
+NOTEBOOK = "binding/arithmetic"
+CONTROLS = (
+    Control(
+        "probes_in_training",
+        "science",
+        "the live models also train the probed facts (the values of the chain "
+        "variables)",
+        {"probes_in_training": True},
+    ),
+    Control(
+        "swap_stored",
+        "plumbing",
+        "the stored runs are read swapped: JEPA + memory as the standard model and 16 "
+        "core entities per value as 4",
+        swaps=True,
+    ),
+    no_training("the live runs keep their initial weights"),
+)
+SIZE_KNOBS = ("PER_VALUE", "N_CHAINS", "STEPS")  # what check-claims --scale multiplies
+# CI's control runs: the claims that swap_stored and no_training must break read the
+# stored runs and the live re-run (LIVE_STEPS), not the live run of STEPS steps
+QUICK = {"swap_stored": {"STEPS": 20}, "no_training": {"STEPS": 20}}
 
 
 @dataclass(frozen=True)

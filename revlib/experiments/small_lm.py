@@ -18,13 +18,28 @@ import torch
 import torch.nn.functional as F
 
 from revlib import _validate, probes
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data import small_corpus as sc
 from revlib.metrics import masked_mean
 from revlib.models.transformer import Transformer, TransformerConfig
 from revlib.train import History, train
 
 METRICS = ("p_the", "p_io", "p_s", "loss")
+
+
+NOTEBOOK = "associations/small_lm"
+CONTROLS = (
+    no_training("the model keeps its initial weights"),
+    Control(
+        "swap_io_s",
+        "plumbing",
+        "the IO and subject labels are swapped where p(IO) and p(S) are measured (live "
+        "and stored runs)",
+        swaps=True,
+    ),
+)
+SIZE_KNOBS = ("STEPS", "N_LAYER")  # what check-claims --scale multiplies
+QUICK = {"STEPS": 300, "N_SEEDS": 1}  # CI's control runs
 
 
 @dataclass(frozen=True)
