@@ -91,6 +91,31 @@ def build(stored_ledger: dict, runs: dict[int, dict | None]) -> dict:
     return out
 
 
+def retolerance(paths: list[Path]) -> int:
+    """Copy the stored ledgers' ``tol`` and ``margin`` into the report; refuse where a
+    stored value moved (then the spread must be measured again)."""
+    report = json.loads(REPORT.read_text())
+    changed = 0
+    for path in paths:
+        led = claims.ledger_of(path)
+        entry = report["notebooks"][led["notebook"]]
+        recs = {r["id"]: r for r in led["records"]}
+        for rid, r in entry["records"].items():
+            rec = recs[rid]
+            if r["stored"] != rec["values"]:
+                raise SystemExit(
+                    f"{led['notebook']}/{rid}: stored values changed since the spread "
+                    "was measured: run scripts/seed-spread on it"
+                )
+            if (r["tol"], r["margin"]) != (rec["tol"], rec["margin"]):
+                print(f"{led['notebook']}/{rid}: tol {r['tol']} -> {rec['tol']}")
+                r["tol"], r["margin"] = rec["tol"], rec["margin"]
+                changed += 1
+    claims.write_json(REPORT, report)
+    print(f"==> {REPORT.relative_to(ROOT)}: {changed} tolerances re-read")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="+", help="notebooks (.ipynb or .py)")
@@ -103,7 +128,16 @@ def main() -> int:
     ap.add_argument(
         "--out", default="_build/seed-spread", help="folder for the ledgers"
     )
+    ap.add_argument(
+        "--tolerances-only",
+        action="store_true",
+        help="re-read each claim's tolerance and margin from the stored ledgers and "
+        "run nothing (after a tolerance changed and the stored values did not: the "
+        "spreads still hold, tests/test_claims.py checks the values are the same)",
+    )
     args = ap.parse_args()
+    if args.tolerances_only:
+        return retolerance([Path(p).with_suffix(".ipynb") for p in args.notebooks])
     seeds = [int(s) for s in args.seeds.split(",")]
     paths = [Path(p).with_suffix(".ipynb").resolve() for p in args.notebooks]
     out = ROOT / args.out

@@ -537,6 +537,10 @@ def test_stored_tolerances_cover_the_measured_seed_spread():
                 f"{nb}/{rid}: stored values changed since scripts/seed-spread "
                 "measured it"
             )
+            assert (r["tol"], r["margin"]) == (recs[rid]["tol"], recs[rid]["margin"]), (
+                f"{nb}/{rid}: its tolerance or margin changed since the spread was "
+                "measured: scripts/seed-spread --tolerances-only"
+            )
             exact = MACHINE_STABLE.get(nb, set())
             # preconditions too: a precondition's printed value is compared by nbval
             if not r["fresh"] or exact == "every claim" or rid in exact:
