@@ -66,22 +66,10 @@ from revlib import repro
 repro.setup(SEED)
 
 from revlib import claims
+from revlib.experiments import allocation as al
 
-ledger = claims.Ledger(
-    "associations/allocation",
-    control=CONTROL,
-    controls={
-        "untrained": (
-            "plumbing",
-            "no training: the live models keep their initial weights (1 step at "
-            "lr 1e-12) and the stored runs are read at step 0",
-        ),
-        "swap_groups": (
-            "plumbing",
-            "the stored groups are relabelled: the budget sweep's allocations in "
-            "reverse order, and MLP widths 0, d, 2d, 4d as 4d, 2d, d, 0 at each depth",
-        ),
-    },
+ledger = claims.Ledger.of(
+    al, CONTROL,
     scale=f"d = {D}, T = {SEQ_LEN}, batch 32; live: 1 seed, {LIVE_STEPS} steps; "
     "stored: 2 seeds, 1,500 steps",
     paper_scale="toy: d = 256, T = 256, batch 512; "
@@ -94,7 +82,6 @@ import numpy as np
 
 from revlib import plot, records
 from revlib.data import noisy_recall as nr
-from revlib.experiments import allocation as al
 from revlib.report import approx, exact
 
 plot.set_theme()
@@ -113,15 +100,12 @@ print(
     f"recall excess without recall (1/2) log V: {no_recall:.3f} nats"
 )
 ledger.glue("no_recall", no_recall, digits=2)
-# the controls: no training (live: one step at lr 1e-12; stored: step 0), or stored
-# labels swapped so that every comparison of stored groups is made between the wrong
-# groups
-live_train = (
-    dict(steps=1, lr=1e-12) if CONTROL == "untrained" else dict(steps=LIVE_STEPS)
-)
-AT = 0 if CONTROL == "untrained" else -1  # which stored evaluation is read
-SWAP_BUDGET = CONTROL == "swap_groups"
-SWAP_WIDTH = {0: 4, 1: 2, 2: 1, 4: 0} if CONTROL == "swap_groups" else {}
+cfg = ledger.config(al.Config(d=D, seq_len=SEQ_LEN, seed=SEED, eval_points=6,
+                              steps=LIVE_STEPS))
+# untrained, the stored runs are read before their first step, like the live model
+AT = 0 if cfg.no_training else -1  # which stored evaluation is read
+WIDTHS = (0, 1, 2, 4)  # MLP widths (multiples of d): each read as another under a swap
+SWAP_WIDTH = dict(zip(WIDTHS, ledger.swap(WIDTHS, WIDTHS[::-1])[0]))
 
 # %% [markdown]
 # ## 1. The budget
@@ -132,7 +116,7 @@ SWAP_WIDTH = {0: 4, 1: 2, 2: 1, 4: 0} if CONTROL == "swap_groups" else {}
 # architecture, shown as an illustration (an identity), not as evidence.
 
 # %%
-live = al.run(al.Config(d=D, seq_len=SEQ_LEN, seed=SEED, eval_points=6, **live_train))
+live = al.run(cfg)
 
 # %% tags=["hide-input"]
 for a, n, m in zip(live.config.allocations, live.n_params, live.mlp_params):
@@ -173,7 +157,7 @@ ledger.check(
     below=0.15,
     tol=TOL_BIGRAM,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 
 # %% [markdown]
@@ -197,7 +181,7 @@ print(
     f"{raw['cpu_seconds']:.0f} CPU seconds"
 )
 order = list(sweep.config.allocations)
-hist = sweep.histories[::-1] if SWAP_BUDGET else sweep.histories
+hist = ledger.swap(sweep.histories, sweep.histories[::-1])[0]
 big = np.stack([h["bigram_excess"][AT] for h in hist])  # [A, S]
 rec = np.stack([h["recall_excess"][AT] for h in hist])
 print(
@@ -237,7 +221,7 @@ ledger.check(
     below=0.5,
     tol=TOL_STORED,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 
 # %% mystnb={"figure": {"caption": "Excess test losses over training at a fixed budget of 24 d^2 trainable weights (d = 64, T = 64, alpha = 0.5, batch 32, Adam lr 3e-3, loss on every token, no LayerNorm; 2 seeds, line: median, band: min-max). Left: background positions, over the chain's bigram. Right: recall positions, over the Bayes loss log 2 (dotted: (1/2) log V, the value without recall). The paper's appendix runs a study of this kind; its set-up and numbers are not known to us.", "name": "fig-allocation-curves"}, "tags": ["hide-input"]}
@@ -368,7 +352,7 @@ ledger.check(
     below=0.5,
     tol=TOL_STORED,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 print(
     f"2 layers, no MLP: recall excess {exact(depth[2][0][1])} "
@@ -438,7 +422,7 @@ if LIVE_STEPS in f_steps and (D, SEQ_LEN) == (d_stored, int(fixed["seq_len"].ilo
         below=0.025,
         tol=0.015,
         kind="check",
-        controls=("untrained", "swap_groups"),
+        controls=("no_training", "swap_groups"),
     )
 else:
     print(
@@ -475,7 +459,7 @@ plt.show()
 # MLP" holds only with enough attention layers.
 #
 # Every claim above is checked under a control that must break it
-# (`scripts/check-claims`): `untrained` for the claims that something is learnt,
+# (`scripts/check-claims`): `no_training` for the claims that something is learnt,
 # `swap_groups` for the comparisons between stored groups and for the one negative claim
 # (2 attention-only layers do not learn the recall), whose test must flip when the group
 # it reads holds a model that learnt it.

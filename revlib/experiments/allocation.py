@@ -23,13 +23,30 @@ import torch
 import torch.nn.functional as F
 
 from revlib import _validate, records, repro
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data import noisy_recall as nr
 from revlib.metrics import masked_mean
 from revlib.models.transformer import Transformer, TransformerConfig
 from revlib.train import History, train
 
 ALLOCATIONS = ((2, 4), (3, 2), (4, 1), (6, 0))
+
+NOTEBOOK = "associations/allocation"
+CONTROLS = (
+    no_training(
+        "the live models keep their initial weights, and the stored runs are read at "
+        "step 0"
+    ),
+    Control(
+        "swap_groups",
+        "plumbing",
+        "the stored groups are relabelled: the budget sweep's allocations in reverse "
+        "order, and MLP widths 0, d, 2d, 4d as 4d, 2d, d, 0 at each depth",
+        swaps=True,
+    ),
+)
+SIZE_KNOBS = ("D", "SEQ_LEN", "LIVE_STEPS")  # what check-claims --scale multiplies
+QUICK: dict = {}  # CI's control runs: the default sizes (300 live steps)
 
 
 @dataclass(frozen=True)
