@@ -30,6 +30,8 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -102,12 +104,18 @@ def retolerance(paths: list[Path]) -> int:
         recs = {r["id"]: r for r in led["records"]}
         for rid, r in entry["records"].items():
             rec = recs[rid]
-            if r["stored"] != rec["values"]:
+            if not np.allclose(
+                np.asarray(r["stored"], float),
+                np.asarray(rec["values"], float),
+                equal_nan=True,
+            ):
                 raise SystemExit(
                     f"{led['notebook']}/{rid}: stored values changed since the spread "
                     "was measured: run scripts/seed-spread on it"
                 )
-            if (r["tol"], r["margin"]) != (rec["tol"], rec["margin"]):
+            if r["tol"] != rec["tol"] or not np.isclose(
+                r["margin"], rec["margin"], equal_nan=True
+            ):
                 print(f"{led['notebook']}/{rid}: tol {r['tol']} -> {rec['tol']}")
                 r["tol"], r["margin"] = rec["tol"], rec["margin"]
                 changed += 1

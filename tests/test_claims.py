@@ -537,7 +537,10 @@ def test_stored_tolerances_cover_the_measured_seed_spread():
                 f"{nb}/{rid}: stored values changed since scripts/seed-spread "
                 "measured it"
             )
-            assert (r["tol"], r["margin"]) == (recs[rid]["tol"], recs[rid]["margin"]), (
+            # the margin moves with the values, here within allclose
+            assert r["tol"] == recs[rid]["tol"] and np.isclose(
+                r["margin"], recs[rid]["margin"], equal_nan=True
+            ), (
                 f"{nb}/{rid}: its tolerance or margin changed since the spread was "
                 "measured: scripts/seed-spread --tolerances-only"
             )

@@ -74,6 +74,11 @@ def test_parse_layers():
     assert lm.parse_layers("28, 0,3-4") == (0, 3, 4, 28)
     with pytest.raises(ValueError, match="layers"):
         lm.parse_layers("a-b")
+    for spec in ("15-29", "23", "0,3,28-29", "0,2,4"):
+        assert lm.parse_layers(lm.layers_text(lm.parse_layers(spec))) == (
+            lm.parse_layers(spec)
+        )
+    assert lm.layers_text((0, 3, 28, 29)) == "0,3,28-29"
 
 
 @pytest.mark.parametrize(
@@ -86,6 +91,8 @@ def test_parse_layers():
         (dict(rank_fractions=()), "rank_fractions"),
         (dict(n_ioi=1), "n_ioi"),
         (dict(seed=-1), "seed"),
+        (dict(prompts="shuffled"), "prompts"),
+        (dict(first_layer=30), "first_layer"),
     ],
 )
 def test_config_errors(kw, field):

@@ -62,26 +62,18 @@ CONTROL = "none"  # a control run, one of the ledger's controls (scripts/check-c
 from revlib import claims, repro
 
 repro.setup(SEED)
-ledger = claims.Ledger(
-    "associations/pretrained_lm", control=CONTROL,
-    controls={
-        "fact_in_context": ("science", "each factual prompt is preceded by its answer "
-                            "('Madrid is located in Spain. Madrid is located in'): it "
-                            "can be copied"),
-        "io_removed": ("science", "the IOI sentences no longer mention the indirect "
-                       "object (a third name stands in its place); the target is "
-                       "still the IO"),
-        "mid_layers": ("science", "every truncation is applied to layer 23 (the live "
-                       "sweep and section 4), where the stored sweep shows it barely "
-                       "matters"),
-    },
+from revlib.experiments import pretrained_lm as lm
+
+ledger = claims.Ledger.of(
+    lm, CONTROL,
     scale=f"SmolLM2-135M-Instruct (Q4_1 weights in float32), 30 factual prompts, "
           f"{N_IOI} IOI sentences, layers {LIVE_LAYERS} truncated live",
     paper_scale="Pythia checkpoints (sizes unknown), GPT-2 small, Llama-3-8B",
-    size_knobs={"N_IOI": N_IOI}, quick={"N_IOI": 20})
-if CONTROL == "mid_layers":
-    LIVE_LAYERS, FIRST_LAYER = "23", 23
-PROMPTS = CONTROL if CONTROL in ("fact_in_context", "io_removed") else "none"
+    size_knobs={"N_IOI": N_IOI})
+cfg = ledger.config(lm.Config(layers=lm.parse_layers(LIVE_LAYERS),
+                              matrices=tuple(MATRICES), rank_fractions=tuple(RANK_FRACS),
+                              n_ioi=N_IOI, seed=SEED, first_layer=FIRST_LAYER))
+LAYERS = lm.layers_text(cfg.layers)  # the layers truncated live, as text
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -89,7 +81,6 @@ import seaborn as sns
 
 from revlib import plot
 from revlib.data import probe_prompts
-from revlib.experiments import pretrained_lm as lm
 from revlib.models import smollm
 from revlib.report import approx
 
@@ -112,9 +103,7 @@ def check(id, sentence, value, **kw):
 
 if MODEL_OK:
     model, tok, _ = smollm.load()  # the first run converts the GGUF to .cache/smollm2
-    cfg = lm.Config(layers=lm.parse_layers(LIVE_LAYERS), matrices=tuple(MATRICES),
-                    rank_fractions=tuple(RANK_FRACS), n_ioi=N_IOI, seed=SEED)
-    factual, ioi = probe_prompts.probe_sets(tok, N_IOI, SEED, control=PROMPTS)
+    factual, ioi = probe_prompts.probe_sets(tok, N_IOI, SEED, control=cfg.prompts)
     mc = model.config
     n_par = sum(p.numel() for p in model.parameters()) / 1e6
     print(f"model: {smollm.MODEL_NAME}")
@@ -234,15 +223,15 @@ if MODEL_OK:
     at = [layers.index(layer) for layer in cfg.layers]
     # code sanity: where the prompts are the stored sweep's, live and stored agree in
     # the kernel tolerance (the IOI names depend on SEED and N_IOI)
-    same = {"factual": PROMPTS != "fact_in_context",
-            "ioi": PROMPTS != "io_removed" and (SEED, N_IOI) == (sw.config.seed,
+    same = {"factual": cfg.prompts != "fact_in_context",
+            "ioi": cfg.prompts != "io_removed" and (SEED, N_IOI) == (sw.config.seed,
                                                                   sw.config.n_ioi)}
     for name in ("factual", "ioi"):
         if not same[name]:
             print(f"{name}: other prompts than the stored sweep's, no live comparison")
             continue
         gap = np.abs(live.delta(name) - sw.delta(name)[:, at]).max()
-        print(f"{name}, layers {LIVE_LAYERS} live: largest |live - stored| change of "
+        print(f"{name}, layers {LAYERS} live: largest |live - stored| change of "
               f"log-odds {approx(gap, 0.05)}")
         assert gap < 0.05, gap  # the stored sweep is what this code computes
     print("ranks kept:", dict(zip(cfg.rank_fractions, sw.ranks.tolist())))
@@ -252,7 +241,7 @@ if MODEL_OK:
     for name in ("factual", "ioi"):
         m, layer, rho, gain = best[name]
         s, b = at_best[name], base[name]
-        print(f"{name}: best of layers {LIVE_LAYERS}: {m} layer {layer} rho {rho}: "
+        print(f"{name}: best of layers {LAYERS}: {m} layer {layer} rho {rho}: "
               f"log-odds {approx(b['logodds'], TOL_LOGODDS)} -> "
               f"{approx(s['logodds'], TOL_LOGODDS)} (gain {approx(gain, TOL_LOGODDS)})")
         print(f"  p(correct) {approx(b['p_correct'], TOL_P)} -> "
@@ -402,11 +391,11 @@ if MODEL_OK:
 if MODEL_OK:
     hurt = []
     for rho in (0.5, 0.1):
-        w = smollm.mlp_weight(model, FIRST_LAYER, "up_proj")
-        with lm.truncated(model, FIRST_LAYER, "up_proj", int(rho * min(w.shape))):
-            s0 = cache.evaluate(FIRST_LAYER)
+        w = smollm.mlp_weight(model, cfg.first_layer, "up_proj")
+        with lm.truncated(model, cfg.first_layer, "up_proj", int(rho * min(w.shape))):
+            s0 = cache.evaluate(cfg.first_layer)
         f0, i0 = s0["factual"], s0["ioi"]
-        print(f"layer {FIRST_LAYER} up_proj rho {rho}: factual p(correct) "
+        print(f"layer {cfg.first_layer} up_proj rho {rho}: factual p(correct) "
               f"{approx(f0['p_correct'], TOL_P)}, p(the) {approx(f0['p_the'], TOL_P)}; "
               f"ioi p(IO) {approx(i0['p_correct'], TOL_P)}, accuracy "
               f"{approx(i0['acc'], TOL_ACC)}")

@@ -26,9 +26,38 @@ import numpy as np
 import torch
 
 from revlib import _validate, probes, records
-from revlib.data.probe_prompts import ProbeSet, probe_sets
+from revlib.config import Control
+from revlib.data.probe_prompts import PROMPT_CONTROLS, ProbeSet, probe_sets
 from revlib.models import smollm
 from revlib.models.smollm import MLP_MATRICES, mlp_weight
+
+
+NOTEBOOK = "associations/pretrained_lm"
+CONTROLS = (
+    Control(
+        "fact_in_context",
+        "science",
+        "each factual prompt is preceded by its answer ('Madrid is located in Spain. "
+        "Madrid is located in'): it can be copied",
+        {"prompts": "fact_in_context"},
+    ),
+    Control(
+        "io_removed",
+        "science",
+        "the IOI sentences no longer mention the indirect object (a third name stands "
+        "in its place); the target is still the IO",
+        {"prompts": "io_removed"},
+    ),
+    Control(
+        "mid_layers",
+        "science",
+        "every truncation is applied to layer 23 (the live sweep and section 4), where "
+        "the stored sweep shows it barely matters",
+        {"layers": (23,), "first_layer": 23},
+    ),
+)
+SIZE_KNOBS = ("N_IOI",)  # what check-claims --scale multiplies
+QUICK = {"N_IOI": 20}  # CI's control runs
 
 
 @dataclass(frozen=True)
@@ -40,7 +69,10 @@ class Config:
     ``[576, 1536]``). ``rank_fractions``: fractions ``rho`` of ``min(m, n) = 576`` kept
     (LASER's convention, :func:`revlib.probes.rank_of_fraction`); ``rho = 0`` zeroes the
     matrix, which removes the layer's MLP output entirely. ``n_ioi``: IOI sentences;
-    ``seed``: their sampling seed.
+    ``seed``: their sampling seed. ``prompts``: the probe sets' control
+    (:data:`revlib.data.probe_prompts.PROMPT_CONTROLS`; ``"none"``: the probes
+    themselves). ``first_layer``: the layer whose truncation is shown to hurt (the
+    chapter's section 4).
     """
 
     layers: tuple[int, ...] = tuple(range(15, 30))
@@ -48,6 +80,8 @@ class Config:
     rank_fractions: tuple[float, ...] = (0.5, 0.1, 0.01, 0.0)
     n_ioi: int = 100
     seed: int = 0
+    prompts: str = "none"
+    first_layer: int = 0
 
     def __post_init__(self):
         _validate.sequence("layers", self.layers)
@@ -67,6 +101,8 @@ class Config:
             _validate.real("rank_fractions", r, 0.0, 1.0)
         _validate.integer("n_ioi", self.n_ioi, 2, 10_000)
         _validate.integer("seed", self.seed, 0, 2**32 - 1)
+        _validate.choice("prompts", self.prompts, PROMPT_CONTROLS)
+        _validate.integer("first_layer", self.first_layer, 0, 29)
 
 
 def parse_layers(spec: str) -> tuple[int, ...]:
@@ -82,6 +118,20 @@ def parse_layers(spec: str) -> tuple[int, ...]:
                 f"layers must look like '15-29' or '0,3,28', got {spec!r}"
             ) from None
     return tuple(sorted(out))
+
+
+def layers_text(layers) -> str:
+    """The inverse of :func:`parse_layers`: ``(15, ..., 29)`` -> ``"15-29"``, runs of
+    consecutive layers as ranges, ``(0, 3, 28, 29)`` -> ``"0,3,28-29"``."""
+    parts, run = [], []
+    for layer in sorted(layers):
+        if run and layer != run[-1] + 1:
+            parts.append(run)
+            run = []
+        run.append(layer)
+    if run:
+        parts.append(run)
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in parts)
 
 
 SUMMARY = ("p_correct", "p_the", "logodds", "acc", "p_subject", "logit_diff")
@@ -287,7 +337,8 @@ def run(config: Config) -> Sweep:
     if not isinstance(config, Config):
         raise ValueError(f"config must be a pretrained_lm.Config, got {type(config)}")
     model, tok, _ = smollm.load()
-    return sweep(model, probe_sets(tok, config.n_ioi, config.seed), config)
+    sets = probe_sets(tok, config.n_ioi, config.seed, control=config.prompts)
+    return sweep(model, sets, config)
 
 
 def provenance() -> dict:
