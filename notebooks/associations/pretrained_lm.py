@@ -70,9 +70,9 @@ ledger = claims.Ledger.of(
           f"{N_IOI} IOI sentences, layers {LIVE_LAYERS} truncated live",
     paper_scale="Pythia checkpoints (sizes unknown), GPT-2 small, Llama-3-8B",
     size_knobs={"N_IOI": N_IOI})
-cfg = ledger.config(lm.Config(layers=lm.parse_layers(LIVE_LAYERS),
-                              matrices=tuple(MATRICES), rank_fractions=tuple(RANK_FRACS),
-                              n_ioi=N_IOI, seed=SEED, first_layer=FIRST_LAYER))
+cfg = ledger.config(lm.Config(
+    layers=lm.parse_layers(LIVE_LAYERS), matrices=tuple(MATRICES),
+    rank_fractions=tuple(RANK_FRACS), n_ioi=N_IOI, seed=SEED, first_layer=FIRST_LAYER))
 LAYERS = lm.layers_text(cfg.layers)  # the layers truncated live, as text
 
 import matplotlib.pyplot as plt
