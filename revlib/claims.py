@@ -327,6 +327,9 @@ class Ledger:
             if hasattr(cfg, k) and (k != "no_training" or trains)
         }
         self._applied.update(change)
+        # a callable value is the field's value for this Config (a control that treats
+        # two models differently, e.g. each gets the other's norm)
+        change = {k: v(cfg) if callable(v) else v for k, v in change.items()}
         return dataclasses.replace(cfg, **change) if change else cfg
 
     def swap(self, a, b):

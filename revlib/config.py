@@ -98,8 +98,9 @@ class Control:
     the mechanism is removed or the answer is given; ``"plumbing"``: what is read,
     swapped or compared, or no training), ``sentence`` (what it removes, gives away or
     swaps, for the ledger) and ``change``, the ``Config`` fields it sets
-    (:meth:`revlib.claims.Ledger.config` applies them; empty where the control acts
-    elsewhere, e.g. on what the notebook reads). ``swaps``: a plumbing control that
+    (:meth:`revlib.claims.Ledger.config` applies them; a callable value is called with
+    the Config and gives that Config's value; empty where the control acts elsewhere,
+    e.g. on what the notebook reads). ``swaps``: a plumbing control that
     reads two things each as the other (:meth:`revlib.claims.Ledger.swap` swaps the
     pair the notebook names)."""
 

@@ -618,6 +618,14 @@ def test_an_experiment_declares_its_controls_and_the_ledger_applies_them(
     with pytest.raises(ValueError, match="Control.name"):
         Control("none", "science", "s")
     assert no_training().change == (("no_training", True),)
+    # a callable change gives each Config its own value: jepa's swap_norms trains
+    # each model with the other's concept norm
+    from revlib.experiments import jepa
+
+    led = claims.Ledger.of(jepa, "swap_norms", size_knobs=knobs)
+    plain, mem = led.config(jepa.Config()), led.config(jepa.Config(memory=True))
+    assert (plain.concept_ln, plain.lr) == ("layernorm", 3e-4)
+    assert (mem.concept_ln, mem.lr) == ("rms", jepa.Config().lr)
 
 
 def test_a_record_skipped_under_a_control_is_not_stated(monkeypatch):

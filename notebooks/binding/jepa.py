@@ -69,37 +69,15 @@ from revlib import repro
 repro.setup(SEED)
 
 from revlib import claims
+from revlib.experiments import jepa
 
-ledger = claims.Ledger(
-    "binding/jepa",
-    control=CONTROL,
-    controls={
-        "untrained": (
-            "plumbing",
-            "no training: the live models keep their initial weights (1 step at "
-            "lr 1e-12) and the stored runs are read at step 0",
-        ),
-        # science for the live runs (answers permuted); for the stored comparisons it
-        # exchanges the two groups read
-        "shuffled_labels": (
-            "science",
-            "the answers of the live runs' atomic facts are permuted among "
-            "themselves, and each comparison of stored groups is made with "
-            "the two groups exchanged",
-        ),
-        "swap_norms": (
-            "science",
-            "the concept norms are exchanged: JEPA 1/1 gets the memory script's "
-            "LayerNorm (at lr 3e-4), the memory layer the paper's JEPA default "
-            "(RMS norm of the prediction only)",
-        ),
-    },
+ledger = claims.Ledger.of(
+    jepa, CONTROL,
     scale=f"{N_A} + {N_B} entities, {N_REL} relation pairs, m = {MULTIPLICITY}, "
-    f"d = 64, "
-    f"batch 128, {STEPS} steps, 2 seeds; stored: 1,600 + 200 entities, 20,000 steps",
+    f"d = 64, batch 128, {STEPS} steps, 2 seeds; stored: 1,600 + 200 entities, "
+    "20,000 steps",
     paper_scale="50,000 + 30,000 entities, 6 relation pairs, m = 10, d = 768, "
-    "batch 1024, "
-    "up to 3M steps",
+    "batch 1024, up to 3M steps",
     size_knobs={"N_A": N_A, "N_B": N_B, "STEPS": STEPS},
 )
 
@@ -107,7 +85,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import plot, probes, records
-from revlib.experiments import jepa
 from revlib.report import approx, exact
 
 plot.set_theme()
@@ -135,19 +112,8 @@ common = dict(
     n_eval=400,
     eval_points=6,
 )
-# the controls change what is trained (live) and what is read (stored)
-if CONTROL == "untrained":
-    common.update(steps=1, lr=1e-12, eval_points=2)
-norms = {"jepa": {}, "memory": {}}
-if CONTROL == "swap_norms":
-    norms = {
-        "jepa": dict(concept_ln="layernorm", lr=3e-4),
-        "memory": dict(concept_ln="rms"),
-    }
-if CONTROL == "shuffled_labels":
-    common.update(shuffle_atomic=True)
-AT = 0 if CONTROL == "untrained" else -1  # which stored evaluation is read
-SWAP = CONTROL == "shuffled_labels"  # exchange the two sides of a stored comparison
+# untrained, the stored runs are read before their first step, like the live models
+AT = 0 if ledger.config(jepa.Config(**common)).no_training else -1
 
 
 def tol(split, metric):
@@ -175,7 +141,7 @@ def report(label, r):
 # one: the same test must then fail.
 
 # %%
-base = jepa.run(jepa.Config(**common, **norms["jepa"]))
+base = jepa.run(ledger.config(jepa.Config(**common)))
 
 # %% tags=["hide-input"]
 report("JEPA 1/1", base)
@@ -223,7 +189,7 @@ ledger.check(
 # embeddings: each entity gets its own free concept vector.
 
 # %%
-memory = jepa.run(jepa.Config(memory=True, **common, **norms["memory"]))
+memory = jepa.run(ledger.config(jepa.Config(memory=True, **common)))
 
 # %% tags=["hide-input"]
 report("JEPA with memory layer", memory)
@@ -239,7 +205,7 @@ ledger.check(
     above=0.9,
     tol=0.05,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 ledger.check(
     "memory-reverses-mrr",
@@ -313,7 +279,7 @@ ledger.check(
     paper="JEPA 1/1 with the default norm learns the task (about 72% held-out "
     "accuracy, unverified reading)",
     contradicts=True,
-    controls=("untrained", "swap_norms"),
+    controls=("no_training", "swap_norms"),
 )
 b = blind["memory"]
 ledger.check(
@@ -325,7 +291,7 @@ ledger.check(
     above=0.8,
     tol=0.05,
     kind="ours",
-    controls=("untrained", "swap_norms"),
+    controls=("no_training", "swap_norms"),
 )
 
 # %% [markdown]
@@ -361,7 +327,7 @@ ledger.glue("s_chance_mrr", s_chance_mrr, digits=4)
 
 
 def at(g, key):
-    """Per seed: the final value of a stored group (step 0 under the untrained
+    """Per seed: the final value of a stored group (step 0 under the no_training
     control)."""
     return np.array([c[AT] for c in g[f"curve.{key}"]])
 
@@ -405,7 +371,7 @@ ledger.check(
     above=0.9,
     tol=TOL_S,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 acc_x = np.concatenate([at(g, "test_acc") / s_chance_acc for g in groups.values()])
 mrr_x = np.concatenate([at(g, "test_mrr") / s_chance_mrr for g in groups.values()])
@@ -417,7 +383,7 @@ ledger.check(
     above=10.0,
     tol=TOL_S,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 ledger.check(
     "stored-reverses-mrr",
@@ -427,7 +393,7 @@ ledger.check(
     above=5.0,
     tol=TOL_S,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 # The paper's headline numbers, in its units (held-out accuracy as a fraction): the
 # verdict shows ours against them (in size only within a factor 2).
@@ -447,15 +413,14 @@ for cid, g, where, value in (
         paper=f"about {value:.0%} held-out accuracy at m = 10 (unverified reading)",
         paper_value=value,
         factor=2,
-        controls=("untrained",),
+        controls=("no_training",),
     )
 
 
 def gap(hi, lo, keys=("test_acc", "test_mrr")):
-    """Per metric: the lowest seed of ``hi`` minus the highest of ``lo``
-    (exchanged under
-    the shuffled_labels control)."""
-    hi, lo = (lo, hi) if SWAP else (hi, lo)
+    """Per metric: the lowest seed of ``hi`` minus the highest of ``lo`` (the two
+    exchanged under the swap_groups control)."""
+    hi, lo = ledger.swap(hi, lo)
     return [at(hi, k).min() - at(lo, k).max() for k in keys]
 
 
@@ -476,7 +441,7 @@ ledger.check(
     kind="paper",
     source="Figure 4",
     paper="about 80% against 72% (unverified readings)",
-    controls=("shuffled_labels",),
+    controls=("swap_groups",),
 )
 
 # %% mystnb={"figure": {"caption": "JEPA #Rec 1 / #Sem 1 (LayerNorm on prediction and candidates, lr 3e-4) and JEPA with a top-1 memory layer (lr 3e-4) on two-token names (m = 10): 1,600 rule-teaching and 200 tested entities, 3 relation pairs, d = 64, batch 128, 20,000 AdamW steps, 3 seeds each (median and band; stored runs). Left: accuracy on the training facts. Right: held-out reverse accuracy ranked against all 1,800 entities; dotted: chance 1/200. The paper trains 80,000 entities at d = 768 for up to 3M steps.", "name": "fig-jepa-stored"}, "tags": ["hide-input"]}
@@ -567,7 +532,7 @@ ledger.check(
     above=0.9,
     tol=TOL_S,
     kind="ours",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 # Figure 3 of the paper: higher multiplicity is worse. Here every seed at m = 2 beats
 # every seed at m = 10, which beats every seed at m = 20 (accuracy and MRR).
@@ -583,7 +548,7 @@ ledger.check(
     kind="paper",
     source="Figure 3 (right)",
     paper="higher multiplicity is worse (no number)",
-    controls=("shuffled_labels",),
+    controls=("swap_groups",),
 )
 m20_x = at(by_m[-1], "test_acc") / s_chance_acc
 ledger.glue("m20_acc_x", m20_x, digits=0)
@@ -598,7 +563,7 @@ ledger.check(
     source="Figure 3 (right)",
     paper="m = 20 severely hurts; deep models drop to near zero (no number for "
     "#Rec 1 / #Sem 1)",
-    controls=("untrained",),
+    controls=("no_training",),
 )
 deep = variants["#Rec 1 / #Sem 4, m = 10"]
 wide = variants["d = 128, m = 10"]
@@ -624,7 +589,7 @@ ledger.check(
     kind="paper",
     source="Figure 4",
     paper="memory beats the wide model at similar parameter counts (no number)",
-    controls=("shuffled_labels",),
+    controls=("swap_groups",),
 )
 # Figure 3 of the paper: deeper is worse. Here #Rec 1 / #Sem 4 is below #Rec 1 / #Sem 1
 # on every seed against every seed, both fitted, at equal steps (accuracy and MRR).
@@ -638,7 +603,7 @@ ledger.check(
     kind="paper",
     source="Figure 3 (left)",
     paper="about 72% for 1/1, 52% for 1/6, 40% for 6/6 (unverified readings)",
-    controls=("shuffled_labels",),
+    controls=("swap_groups",),
 )
 
 # %% mystnb={"figure": {"caption": "Stored runs, JEPA with LayerNorm on prediction and candidates (lr 3e-4), 1,600 + 200 entities, 3 relation pairs, batch 128, 20,000 AdamW steps; every model fits its training facts. Left: held-out reverse accuracy during training for multiplicity m = 2, 10, 20 (#Rec 1 / #Sem 1, d = 64), and for #Rec 1 / #Sem 4 and for width d = 128 at m = 10 (median and band; 3 seeds at m = 10, 2 otherwise). Right: final held-out accuracy against multiplicity (line: median; markers: seeds), and #Rec 1 / #Sem 4 and d = 128 at m = 10. Dotted: chance 1/200.", "name": "fig-jepa-trends"}, "tags": ["hide-input"]}
@@ -707,19 +672,16 @@ plt.show()
 # %%
 TOL_LIVE = 0.04  # another CPU moved them by 0.03 after 1,000 steps
 live_seed = SEED if SEED in set(mem_same["seed"]) else int(mem_same["seed"].min())
-live_kw = dict(steps=1, lr=1e-12) if CONTROL == "untrained" else dict(steps=LIVE_STEPS)
 # the re-run checks the stored file; a control that does not name its claim skips it
-RERUN = CONTROL in ("none", "untrained")
+RERUN = not ledger.skips(("shuffled_labels", "swap_groups", "swap_norms"))
 if RERUN:
-    live = jepa.run(
-        records.config_of(
-            mem_same.iloc[0], eval_points=2, seed=live_seed, n_seeds=1, **live_kw
-        )
-    )
+    live = jepa.run(ledger.config(records.config_of(
+        mem_same.iloc[0], eval_points=2, seed=live_seed, n_seeds=1, steps=LIVE_STEPS
+    )))
 
 # %% tags=["hide-input"]
 if not RERUN:
-    print(f"live re-run skipped under control {CONTROL} (its claim names untrained)")
+    print(f"live re-run skipped under control {CONTROL} (its claim names no_training)")
 else:
     dev = []
     for name, got, ref, allowed in records.live_against_stored(
@@ -746,7 +708,7 @@ else:
         below=0.09,
         tol=TOL_LIVE,
         kind="check",
-        controls=("untrained",),
+        controls=("no_training",),
     )
 
 # %% [markdown]

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from revlib import _validate, records, repro
-from revlib.config import ExperimentConfig
+from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.binding import SPLITS, BindingTask, binding_task
 from revlib.metrics import answer_rank, mean_reciprocal_rank
 from revlib.models.jepa import (
@@ -28,6 +28,41 @@ from revlib.models.jepa import (
     resolve_concept_ln,
 )
 from revlib.train import History, train
+
+
+NOTEBOOK = "binding/jepa"
+CONTROLS = (
+    no_training(
+        "the live models keep their initial weights, and the stored runs are read at "
+        "step 0"
+    ),
+    Control(
+        "shuffled_labels",
+        "science",
+        "the answers of the live runs' atomic facts are permuted among themselves, so "
+        "that no trained fact is the reverse of a held-out one",
+        {"shuffle_atomic": True},
+    ),
+    Control(
+        "swap_groups",
+        "plumbing",
+        "each comparison of two stored groups is made with the two groups exchanged",
+        swaps=True,
+    ),
+    Control(
+        "swap_norms",
+        "science",
+        "the concept norms are exchanged: JEPA 1/1 gets the memory script's LayerNorm "
+        "(at its lr 3e-4), the memory layer the paper's JEPA default (RMS norm of the "
+        "prediction only)",
+        {
+            "concept_ln": lambda cfg: "rms" if cfg.memory else "layernorm",
+            "lr": lambda cfg: cfg.lr if cfg.memory else 3e-4,
+        },
+    ),
+)
+SIZE_KNOBS = ("N_A", "N_B", "STEPS")  # what check-claims --scale multiplies
+QUICK: dict = {}  # CI's control runs: the default sizes
 
 
 @dataclass(frozen=True)
