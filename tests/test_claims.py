@@ -675,3 +675,15 @@ def test_parameters_are_read_without_running_the_notebook(tmp_path):
     src.write_text("# %%\nA = 1\n")
     with pytest.raises(ValueError, match="parameters"):
         claims.parameters_of(src)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebook_declares_no_control_of_its_own(nb):
+    """Controls live in the experiment module (issue 23): the notebook opens its ledger
+    with ``claims.Ledger.of(<module>, CONTROL, ...)`` and never branches on CONTROL."""
+    import re
+
+    src = nb.with_suffix(".py").read_text()
+    assert "claims.Ledger.of(" in src, f"{nb.stem}: open the ledger with Ledger.of"
+    branch = re.findall(r"^.*\bCONTROL\s*(?:==|!=|\bin\b|\bif\b).*$", src, re.M)
+    assert not branch, f"{nb.stem} branches on CONTROL: {branch}"

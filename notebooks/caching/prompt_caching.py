@@ -26,7 +26,7 @@
 #
 # Controls (`scripts/check-claims`): `labels_shuffled` permutes the teacher's verdicts over
 # the training pairs (and the targets of the theory's samples); `teacher_noise_one` makes
-# every verdict a coin flip; `no_finetuning` takes no optimiser step; `unbiased_soft_labels`
+# every verdict a coin flip; `no_training` takes no optimiser step; `unbiased_soft_labels`
 # makes the noise of the theory's soft labels zero-mean in probability; `swap_scrambled`
 # replaces each question's order-swapped twin by a comparison of two other countries.
 
@@ -67,25 +67,16 @@ STORED = "../../data/prompt_caching_"  # + layers_{e5,minilm}.json and check.jso
 from revlib import claims, repro
 
 repro.setup(SEED)
-ledger = claims.Ledger(
-    "caching/prompt_caching", control=CONTROL,
-    controls={
-        "labels_shuffled": ("science", "the teacher's verdicts (and the theory's "
-                            "targets) are permuted across training samples"),
-        "teacher_noise_one": ("science", "every teacher verdict is a coin flip"),
-        "no_finetuning": ("plumbing", "no optimiser step: the tuned model is the base "
-                          "model"),
-        "unbiased_soft_labels": ("science", "the theory's soft labels get zero-mean "
-                                 "noise in probability instead of in the logit"),
-        "swap_scrambled": ("science", "the order-swapped twin of a comparison is "
-                           "replaced by a comparison of two other countries")},
+from revlib.experiments import prompt_caching as pc
+
+ledger = claims.Ledger.of(
+    pc, CONTROL,
     scale=f"{N_TRAIN_PER_TYPE} / {N_TEST_PER_TYPE} train / test pairs per type, "
           f"{N_SEEDS} seeds, {STEPS} head steps, stream of {STREAM}",
     paper_scale="unknown (a Natural Questions set of unknown size; E5, "
                 "probably e5-large-v2)",
     size_knobs={"N_TRAIN_PER_TYPE": N_TRAIN_PER_TYPE,
-                "N_TEST_PER_TYPE": N_TEST_PER_TYPE},
-    quick={"N_SEEDS": 1, "THEORY_REPS": 3, "LIVE_LAYER_STEPS": 10})
+                "N_TEST_PER_TYPE": N_TEST_PER_TYPE})
 
 import json
 
@@ -94,7 +85,6 @@ import numpy as np
 
 from revlib import plot
 from revlib.data import caching as data
-from revlib.experiments import prompt_caching as pc
 from revlib.models import embedding
 from revlib.report import approx, exact
 from revlib.theory import caching as theory
@@ -141,10 +131,8 @@ if MODELS:
 # %%
 base_cfg = dict(losses=("bce", "sld"), seeds=SEEDS, data_seed=SEED,
                 n_train_per_type=N_TRAIN_PER_TYPE, n_test_per_type=N_TEST_PER_TYPE,
-                steps=0 if CONTROL == "no_finetuning" else STEPS,
-                teacher_noise=1.0 if CONTROL == "teacher_noise_one" else TEACHER_NOISE,
-                shuffle_labels=CONTROL == "labels_shuffled", stream_length=STREAM)
-results = {m: pc.run(pc.Config(model=m, **base_cfg)) for m in MODELS}
+                steps=STEPS, teacher_noise=TEACHER_NOISE, stream_length=STREAM)
+results = {m: pc.run(ledger.config(pc.Config(model=m, **base_cfg))) for m in MODELS}
 
 # %% tags=["hide-input"]
 for m, r in results.items():
@@ -173,10 +161,9 @@ for m, r in results.items():
 # deviation 2, logit noise $\tau = 1$.
 
 # %%
-rates = theory.simulate(n_grid=(250, 1000, 4000, 16000), D=16, scale=2.0, tau=1.0,
-                        reps=THEORY_REPS, seed=SEED,
-                        shuffle=CONTROL == "labels_shuffled",
-                        unbiased_soft=CONTROL == "unbiased_soft_labels")
+rates = pc.simulate_theory(ledger.config(pc.TheoryConfig(
+    n_grid=(250, 1000, 4000, 16000), D=16, scale=2.0, tau=1.0, reps=THEORY_REPS,
+    seed=SEED)))
 
 # %% tags=["hide-input"]
 mean = {k: v.mean(0) for k, v in rates.excess.items()}
@@ -258,7 +245,7 @@ for m, r in results.items():
                      kind="paper", source="Abstract",
                      paper="hard Natural Questions set, E5: AUC 0.51 -> 0.81 after "
                            "distillation", **HARD_PAPER.get(m, {}),
-                     controls=("labels_shuffled", "teacher_noise_one", "no_finetuning"))
+                     controls=("labels_shuffled", "teacher_noise_one", "no_training"))
         # MiniLM's gain on all pairs is shown, not claimed: on another data split
         # (SEED = 4242) it fell below this bound while its hard-subset gain held
         gain_all = rows[m, loss]["auc_all"] - r.base["auc_all"]
@@ -270,7 +257,7 @@ for m, r in results.items():
                          paper="distillation gives better caching prediction "
                                "(no number beyond the hard set)",
                          controls=("labels_shuffled", "teacher_noise_one",
-                                   "no_finetuning"))
+                                   "no_training"))
         ledger.glue(f"gain_all_{m}_{loss}", gain_all, tol=0.01)
         ledger.glue(f"tuned_hard_{m}_{loss}", auc_hard, tol=TOL_AUC)
         ledger.glue(f"tuned_all_{m}_{loss}", rows[m, loss]["auc_all"], tol=TOL_AUC)
@@ -325,7 +312,7 @@ for m, r in results.items():
                      kind="paper", source="Abstract",
                      paper="fine-tuned models give better caching efficiency than "
                            "the base E5 (no number; metric not public)",
-                     controls=("no_finetuning",))
+                     controls=("no_training",))
     ledger.glue(f"hit1_gain_{m}", tuned1 - r.base["hit_at_1"], tol=0.02)
     ledger.glue(f"best_{m}", best, tol=0.01)
     ledger.glue(f"base_hit1_{m}", r.base["hit_at_1"], tol=TOL_HIT)
@@ -371,7 +358,7 @@ def swap_gap(r, emb):
     te = r.test
     i, j = te.pairs[:, 0], te.pairs[:, 1]
     swap = te.types == "order_swap"
-    if CONTROL == "swap_scrambled":   # the twin: a comparison of two other countries
+    if r.config.scramble_swaps:   # the twin: a comparison of two other countries
         comp = [k for k, q in enumerate(te.questions) if q.relation == "larger"]
         rng = np.random.default_rng(SEED)
         j = j.copy()
@@ -443,9 +430,9 @@ with open(f"{STORED}check.json") as fh:
 if check["model"] in MODELS and SEED == check["data_seed"]:
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in check.items()
               if k in pc.Config.__dataclass_fields__}
-    # under no_finetuning the live run takes no step, as the rest of the notebook
-    live_steps = 0 if CONTROL == "no_finetuning" else LIVE_LAYER_STEPS
-    live = pc.run(pc.Config(**{**fields, "steps": live_steps}))
+    # under no_training the live run takes no step, as the rest of the notebook
+    live = pc.run(ledger.config(pc.Config(**{**fields, "steps": LIVE_LAYER_STEPS})))
+    live_steps = 0 if live.config.no_training else LIVE_LAYER_STEPS
     want = check["stored_auc_hard_by_steps"][str(LIVE_LAYER_STEPS)]
     got = live.tuned[check["losses"][0]][0]["auc_hard"]
     print(f"live re-check, {live.model_name}, last layer, {live_steps} steps: "
@@ -454,7 +441,7 @@ if check["model"] in MODELS and SEED == check["data_seed"]:
                  f"{live.model_name}, last layer: the live re-run's hard AUC after "
                  f"{LIVE_LAYER_STEPS} steps equals the stored one (distance)",
                  abs(got - want), below=0.01, tol=0.005, kind="check",
-                 controls=("no_finetuning",))
+                 controls=("no_training",))
 else:
     print("live re-check skipped: it needs the stored run's model and SEED "
           f"{check['data_seed']}")

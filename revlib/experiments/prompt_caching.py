@@ -39,10 +39,91 @@ import numpy as np
 import torch
 
 from revlib import _validate
+from revlib.config import Control, no_training
 from revlib.data import caching as data
+from revlib.theory import caching as theory
 
 MODELS = ("e5", "minilm", "tiny")
 LOSSES = ("bce", "sld")
+
+
+NOTEBOOK = "caching/prompt_caching"
+CONTROLS = (
+    Control(
+        "labels_shuffled",
+        "science",
+        "the teacher's verdicts (and the theory's targets) are permuted across "
+        "training samples",
+        {"shuffle_labels": True},
+    ),
+    Control(
+        "teacher_noise_one",
+        "science",
+        "every teacher verdict is a coin flip",
+        {"teacher_noise": 1.0},
+    ),
+    no_training("the tuned model is the base model"),
+    Control(
+        "unbiased_soft_labels",
+        "science",
+        "the theory's soft labels get zero-mean noise in probability instead of in the "
+        "logit",
+        {"unbiased_soft": True},
+    ),
+    Control(
+        "swap_scrambled",
+        "science",
+        "the order-swapped twin of a comparison is replaced by a comparison of two "
+        "other countries",
+        {"scramble_swaps": True},
+    ),
+)
+SIZE_KNOBS = ("N_TRAIN_PER_TYPE", "N_TEST_PER_TYPE")  # what check-claims --scale scales
+QUICK = {"N_SEEDS": 1, "THEORY_REPS": 3, "LIVE_LAYER_STEPS": 10}  # CI's control runs
+
+
+@dataclass(frozen=True)
+class TheoryConfig:
+    """The theory check (:func:`revlib.theory.caching.simulate`): ``n_grid`` sample
+    sizes, ``D`` features, teacher logits of scale ``scale``, logit noise ``tau``,
+    ``reps`` repetitions, ``seed``; two controls: ``shuffle_labels`` (the targets
+    permuted across samples) and ``unbiased_soft`` (the soft labels' noise zero-mean in
+    probability)."""
+
+    n_grid: tuple[int, ...] = (250, 1000, 4000, 16000)
+    D: int = 16
+    scale: float = 2.0
+    tau: float = 1.0
+    reps: int = 5
+    seed: int = 0
+    shuffle_labels: bool = False
+    unbiased_soft: bool = False
+
+    def __post_init__(self):
+        _validate.sequence("n_grid", self.n_grid, 1)
+        for n in self.n_grid:
+            _validate.integer("n_grid", n, 2, 10**7)
+        _validate.integer("D", self.D, 1, 10_000)
+        _validate.real("scale", self.scale, 0.0, 100.0)
+        _validate.real("tau", self.tau, 0.0, 100.0)
+        _validate.integer("reps", self.reps, 1, 1_000)
+        _validate.integer("seed", self.seed, 0, 2**32 - 1)
+        _validate.boolean("shuffle_labels", self.shuffle_labels)
+        _validate.boolean("unbiased_soft", self.unbiased_soft)
+
+
+def simulate_theory(cfg: TheoryConfig):
+    """:func:`revlib.theory.caching.simulate` with ``cfg``'s settings."""
+    return theory.simulate(
+        n_grid=cfg.n_grid,
+        D=cfg.D,
+        scale=cfg.scale,
+        tau=cfg.tau,
+        reps=cfg.reps,
+        seed=cfg.seed,
+        shuffle=cfg.shuffle_labels,
+        unbiased_soft=cfg.unbiased_soft,
+    )
 
 
 @dataclass(frozen=True)
@@ -57,7 +138,9 @@ class Config:
     (encoder layers). ``teacher_noise`` in [0, 1]: probability that the teacher's
     verdict is a coin flip; ``shuffle_labels``: permute the teacher's verdicts across
     training pairs (a control). ``stream_length``: requests in the caching
-    simulation."""
+    simulation. Two more controls: ``no_training`` (no optimiser step: the tuned model
+    is the base model) and ``scramble_swaps`` (read by the chapter's order-swap
+    measurement: each swapped twin replaced by a comparison of two other countries)."""
 
     model: str = "e5"
     losses: tuple[str, ...] = LOSSES
@@ -76,6 +159,8 @@ class Config:
     shuffle_labels: bool = False
     stream_length: int = 600
     max_gap: float = 0.02
+    no_training: bool = False
+    scramble_swaps: bool = False
 
     def __post_init__(self):
         _validate.choice("model", self.model, MODELS)
@@ -110,6 +195,8 @@ class Config:
         _validate.integer("stream_length", self.stream_length, 2, 10**6)
         _validate.real("max_gap", self.max_gap, 0.0, 1.0, lo_open=True)
         _validate.boolean("shuffle_labels", self.shuffle_labels)
+        _validate.boolean("no_training", self.no_training)
+        _validate.boolean("scramble_swaps", self.scramble_swaps)
 
 
 @dataclass
@@ -386,7 +473,7 @@ def fine_tune(
     z_t = torch.as_tensor(np.log(p_t / (1 - p_t)), dtype=torch.get_default_dtype())
     y_h = torch.as_tensor(hard, dtype=torch.get_default_dtype())
     gen = torch.Generator().manual_seed(seed)
-    for _ in range(cfg.steps):
+    for _ in range(0 if cfg.no_training else cfg.steps):
         b = torch.randint(0, len(pairs), (min(cfg.batch, len(pairs)),), generator=gen)
         rows, inv = torch.unique(pairs[b].ravel(), return_inverse=True)
         if mask is None:
