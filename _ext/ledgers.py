@@ -20,30 +20,20 @@ import sys
 from pathlib import Path
 
 import nbformat
-import yaml
 from docutils import nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import booktoc  # noqa: E402  (_ext/booktoc.py)
+
 from revlib import claims  # noqa: E402
 
 
 def toc_docs() -> list[str]:
-    """Every docname of ``_toc.yml``, in its order."""
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    yield node[key]
-            for value in node.values():
-                yield from walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from walk(item)
-
-    return list(dict.fromkeys(walk(yaml.safe_load((ROOT / "_toc.yml").read_text()))))
+    """Every docname of ``_toc.yml``, in its order (:func:`booktoc.docs`)."""
+    return booktoc.docs()
 
 
 def toc_notebooks() -> list[str]:

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "_ext"))
+import booktoc  # noqa: E402  (the one _toc.yml walker)
+
 PAGES = sorted(
     p for p in (ROOT / "book").rglob("*.md") if p.name not in {"references.md"}
 )
@@ -67,22 +71,7 @@ def _literals(path: Path) -> set[str]:
 
 def _sections() -> dict[str, list[str]]:
     """chapter docname -> the notebooks listed under it in _toc.yml."""
-    out: dict[str, list[str]] = {}
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                out[node["file"]] = [
-                    s["file"] for s in node.get("sections", []) if "file" in s
-                ]
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(yaml.safe_load((ROOT / "_toc.yml").read_text()))
-    return out
+    return booktoc.sections()
 
 
 def allowed_literals(page: Path) -> set[str]:

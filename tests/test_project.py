@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -14,6 +15,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "_ext"))
+import booktoc  # noqa: E402  (the one _toc.yml walker)
+
 NOTEBOOK_SOURCES = sorted((ROOT / "notebooks").rglob("*.py"))
 REQUIRED_BIB = {
     "zhu2024reversal",
@@ -23,21 +27,6 @@ REQUIRED_BIB = {
     "sharma2024laser",
     "berglund2024reversal",
 }
-
-
-def _toc_files(node) -> list[str]:
-    out = []
-    if isinstance(node, dict):
-        if "file" in node:
-            out.append(node["file"])
-        if "root" in node:
-            out.append(node["root"])
-        for value in node.values():
-            out += _toc_files(value)
-    elif isinstance(node, list):
-        for item in node:
-            out += _toc_files(item)
-    return out
 
 
 def _pip_name(req: str) -> str:
@@ -68,8 +57,7 @@ def test_config_is_strict():
 
 
 def test_every_toc_entry_exists_and_every_notebook_is_in_the_toc():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    entries = _toc_files(toc)
+    entries = booktoc.docs()
     for entry in entries:
         matches = [
             p for ext in (".md", ".ipynb") if (p := ROOT / f"{entry}{ext}").exists()
@@ -172,7 +160,7 @@ def test_launch_targets_exist():
     (path_to_book '')."""
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert cfg["repository"]["path_to_book"] == ""
-    for entry in _toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())):
+    for entry in booktoc.docs():
         if entry.startswith("notebooks/"):
             assert (ROOT / f"{entry}.ipynb").exists()
 
