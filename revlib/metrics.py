@@ -41,3 +41,18 @@ def answer_rank(scores: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
 def mean_reciprocal_rank(ranks: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Mean of ``1 / rank`` over ``dim`` (float32), e.g. ``[S, N]`` -> ``[S]``."""
     return (1.0 / ranks.float()).mean(dim)
+
+
+def name_metrics(
+    model, seqs: torch.Tensor, L: int, n_name_tokens: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Teacher-forced exact-match accuracy of the whole target name and MRR of its first
+    token, ranked among the name tokens, of a batched sequence model (``model(x)`` ->
+    ``[S, N, T, V]`` logits) on the binding task's sequences ``seqs [S, N, 2L+2]`` (an
+    entity's ``L`` name tokens, a relation, the answer's ``L`` tokens) ->
+    ``([S], [S])``. Shared by the surface-name and arithmetic experiments."""
+    logits = model(seqs[..., :-1])[..., L + 1 :, :n_name_tokens]  # [S, N, L, V_names]
+    gold = seqs[..., L + 2 :]  # [S, N, L]
+    acc = (logits.argmax(-1) == gold).all(-1).float().mean(-1)
+    rank = answer_rank(logits[..., 0, :], gold[..., 0])  # ties count against it
+    return acc, mean_reciprocal_rank(rank)

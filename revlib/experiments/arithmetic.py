@@ -14,8 +14,7 @@ import torch
 from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
-from revlib.experiments.surface_names import metrics
-from revlib.metrics import masked_mean
+from revlib.metrics import masked_mean, name_metrics
 from revlib.models.jepa import (
     JEPA,
     JEPAConfig,
@@ -210,7 +209,7 @@ def run(config: Config) -> Result:
             )
 
         def train_acc():
-            return metrics(model, eval_train, 1, n_out)[0]
+            return name_metrics(model, eval_train, 1, n_out)[0]
 
         def probe_correct():
             logits = model(probes[..., :-1])[..., 2, :P]  # ranked among values

@@ -16,7 +16,7 @@ import torch
 from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.binding import SPLITS, BindingTask, binding_task
-from revlib.metrics import answer_rank, mean_reciprocal_rank
+from revlib.metrics import name_metrics
 from revlib.models.transformer import (
     Transformer,
     TransformerConfig,
@@ -107,18 +107,6 @@ def _target_mask(S: int, N: int, L: int) -> torch.Tensor:
     return m.expand(S, N, -1)
 
 
-def metrics(
-    model: Transformer, seqs: torch.Tensor, L: int, n_name_tokens: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Teacher-forced exact-match accuracy of the whole target name and MRR of its first
-    token, ranked among the name tokens; ``seqs [S, N, 2L+2]`` -> ``([S], [S])``."""
-    logits = model(seqs[..., :-1])[..., L + 1 :, :n_name_tokens]  # [S, N, L, V_names]
-    gold = seqs[..., L + 2 :]  # [S, N, L]
-    acc = (logits.argmax(-1) == gold).all(-1).float().mean(-1)
-    rank = answer_rank(logits[..., 0, :], gold[..., 0])  # ties count against it
-    return acc, mean_reciprocal_rank(rank)
-
-
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` standard transformers (one batched model) and evaluate
     them."""
@@ -157,7 +145,7 @@ def run(config: Config) -> Result:
     def evaluate():
         out = {}
         for k in SPLITS:
-            acc, mrr = metrics(
+            acc, mrr = name_metrics(
                 model, seqs[k][:, : config.n_eval], L, task.n_name_tokens
             )
             out[f"{k}_acc"], out[f"{k}_mrr"] = acc, mrr
