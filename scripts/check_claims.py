@@ -79,7 +79,6 @@ WITHOUT_SCIENCE_CONTROL = {
         "the-before-io-stored",
         "last-ff-helps-io-stored",
     },
-    "caching/prompt_caching": {"hit1-gain-e5"},
 }
 
 
