@@ -28,6 +28,7 @@ TRAIN_FIELDS = (
     "eval_spacing",
     "warmup_steps",
     "no_training",
+    "max_grad_norm",
 )
 
 

@@ -38,7 +38,10 @@ class TrainConfig:
     constant from the start), as in the binding paper's recipe. ``no_training``: the
     control of every experiment that keeps the model at its start: :func:`train` makes
     no optimiser step (it still checks one loss and records the evaluations, which are
-    those of the start at every evaluation point).
+    those of the start at every evaluation point). ``max_grad_norm``: a seed whose
+    gradient norm (over all its parameters) exceeds it has its gradient scaled down to
+    that norm before the step; other seeds' gradients are left exactly as they are
+    (0: no clipping).
     """
 
     steps: int
@@ -52,6 +55,7 @@ class TrainConfig:
     eval_spacing: str = "linear"
     warmup_steps: int = 0
     no_training: bool = False
+    max_grad_norm: float = 0.0
 
     def __post_init__(self):
         _validate.integer("steps", self.steps, 1, 10**7)
@@ -77,6 +81,7 @@ class TrainConfig:
         _validate.choice("eval_spacing", self.eval_spacing, ("linear", "log"))
         _validate.integer("warmup_steps", self.warmup_steps, 0, self.steps)
         _validate.boolean("no_training", self.no_training)
+        _validate.real("max_grad_norm", self.max_grad_norm, 0.0, 1e6)
 
     def lr_at(self, step: int) -> float:
         """The learning rate of step ``step`` (0-based): ``lr`` after a linear warm-up
@@ -183,13 +188,34 @@ def _save_atomic(obj, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def clip_per_seed(params: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """Scale the gradients of each seed (the leading axis of every trainable parameter)
+    whose norm exceeds ``max_norm`` down to ``max_norm``; a seed within it is not
+    touched, so its step is bit for bit the unclipped one. Returns the norms ``[S]``
+    before clipping."""
+    grads = [p.grad for p in params if p.grad is not None]
+    sq = sum(g.double().pow(2).flatten(1).sum(1) for g in grads)
+    norms = sq.sqrt()
+    over = norms > max_norm
+    if over.any():
+        scale = torch.where(over, max_norm / norms, torch.ones_like(norms))
+        for g in grads:
+            idx = over.nonzero()[:, 0]
+            shape = (-1,) + (1,) * (g.dim() - 1)
+            g[idx] = g[idx] * scale[idx].to(g.dtype).view(shape)
+    return norms
+
+
 def _fingerprint(
     cfg: TrainConfig, n_train: int, n_seeds: int, batch_seeds, params
 ) -> dict:
     """What a checkpoint must agree on to be resumed by this call."""
     return {
-        # no_training=False left out: checkpoints written before the field existed load
-        "config": repr(cfg).replace(", no_training=False", ""),
+        # the defaults no_training=False and max_grad_norm=0.0 left out: checkpoints
+        # written before the fields existed load
+        "config": repr(cfg)
+        .replace(", no_training=False", "")
+        .replace(", max_grad_norm=0.0", ""),
         "n_train": n_train,
         "n_seeds": n_seeds,
         "batch_seeds": list(batch_seeds),
@@ -388,6 +414,8 @@ def train(
                 f"got {tuple(loss.shape)}"
             )
         loss.sum().backward()
+        if cfg.max_grad_norm:
+            clip_per_seed(params, cfg.max_grad_norm)
         opt.step()
     if ctx is not None:
         ctx.cpu_seconds += cpu_before + time.process_time() - cpu_start

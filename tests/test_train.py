@@ -258,3 +258,33 @@ def test_an_experiment_that_does_not_train_refuses_no_training():
 
     with pytest.raises(ValueError, match="no_training"):
         entanglement.Config(no_training=True)
+
+
+def test_clip_per_seed_scales_only_the_seeds_over_the_bound():
+    from revlib.train import clip_per_seed
+
+    a = torch.nn.Parameter(torch.zeros(3, 4))
+    b = torch.nn.Parameter(torch.zeros(3, 2, 2))
+    a.grad = torch.tensor([[3.0, 0, 0, 0], [30.0, 0, 0, 0], [0.1, 0.2, 0.3, 0.4]])
+    b.grad = torch.tensor([[[4.0, 0], [0, 0]], [[40.0, 0], [0, 0]], [[0.5, 0], [0, 0]]])
+    before = (a.grad.clone(), b.grad.clone())
+    norms = clip_per_seed([a, b], max_norm=10.0)
+    assert norms.tolist() == pytest.approx([5.0, 50.0, (0.3 + 0.25) ** 0.5])
+    # seeds 0 and 2 are within the bound: bit for bit untouched
+    for g, g0 in zip((a.grad, b.grad), before):
+        assert torch.equal(g[[0, 2]], g0[[0, 2]])
+    # seed 1 is scaled to norm 10, keeping its direction
+    new = torch.cat([a.grad[1].flatten(), b.grad[1].flatten()]).norm()
+    assert new.item() == pytest.approx(10.0)
+    assert a.grad[1, 0].item() == pytest.approx(6.0)
+
+
+def test_max_grad_norm_is_validated_and_keeps_old_checkpoints_loadable():
+    from revlib.train import TrainConfig, _fingerprint
+
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        TrainConfig(steps=1, lr=0.1, max_grad_norm=-1.0)
+    cfg = TrainConfig(steps=1, lr=0.1)
+    assert "max_grad_norm" not in _fingerprint(cfg, 0, 1, [0], [])["config"]
+    clipped = TrainConfig(steps=1, lr=0.1, max_grad_norm=5.0)
+    assert "max_grad_norm=5.0" in _fingerprint(clipped, 0, 1, [0], [])["config"]
