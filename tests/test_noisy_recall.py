@@ -230,3 +230,88 @@ def test_the_cached_statistics_are_read_only():
     with pytest.raises(ValueError):
         pi[0] = 0.0
     assert nr.character_statistics()[1][0, 0] == cond[0, 0]
+
+
+# The tiny-Shakespeare chain (the paper's data, vendored from the original code)
+
+
+def test_shakespeare_chain_is_the_original_codes():
+    meta = nr.shakespeare_meta()
+    assert meta["vocab_size"] == nr.VOCAB_SIZE
+    assert sum(meta["unigrams"].values()) == 1_115_394  # characters of the text
+    assert sum(meta["bigrams"].values()) == 1_115_393  # its adjacent pairs
+    c = nr.chain("shakespeare")
+    # ids are the sorted characters, as in the code: 0 '\n', 1 ' ', 2 '!'
+    assert c.symbols[:3] == ("\n", " ", "!")
+    assert (c.trigger, c.noise_token) == (1, 2)
+    assert c.pi[c.trigger] == pytest.approx(169_892 / 1_115_394)
+    np.testing.assert_allclose(c.cond.sum(1), 1.0)
+    np.testing.assert_allclose(c.pi.sum(), 1.0)
+    assert not c.pi.flags.writeable and not c.cond.flags.writeable
+    # the bigram 'th' is the most likely continuation of 't'
+    t, h = c.symbols.index("t"), c.symbols.index("h")
+    assert c.cond[t].argmax() == h
+
+
+def test_shakespeare_sequences_follow_its_bigrams_and_noise():
+    c = nr.chain("shakespeare")
+    data = nr.sample([0, 1], n=1500, seq_len=64, alpha=0.4, chain="shakespeare")
+    assert (data.trigger, data.noise_token) == (c.trigger, c.noise_token)
+    after = data.x == c.trigger
+    expected = torch.where(
+        data.noise, c.noise_token, data.ybar[:, :, None].expand_as(data.y)
+    )
+    assert torch.equal(data.y[after], expected[after])
+    rate = data.noise[after].double().mean().item()
+    assert abs(rate - 0.4) < 0.02
+    # background transitions from 'e' follow the bigram row of 'e'
+    e = c.symbols.index("e")
+    nxt = data.y[data.x == e]
+    freq = torch.bincount(nxt, minlength=nr.VOCAB_SIZE).double() / len(nxt)
+    assert (freq.numpy() - c.cond[e]).__abs__().max() < 0.03
+    # a subset keeps the chain's trigger and noise token
+    sub = data.select(torch.zeros(2, 3, dtype=torch.long))
+    assert (sub.trigger, sub.noise_token) == (c.trigger, c.noise_token)
+
+
+def test_synthetic_chain_is_unchanged():
+    # the book's stand-in keeps its statistics, so its stored results stay valid
+    c = nr.chain("synthetic")
+    pi, cond = nr.character_statistics()
+    assert c.pi is pi and c.cond is cond
+    assert (c.trigger, c.noise_token) == (nr.TRIGGER, nr.NOISE_TOKEN)
+    assert nr.bigram_entropy() == pytest.approx(c.entropy())
+    d = nr.sample([0], 4, 16, 0.5)
+    assert (d.trigger, d.noise_token) == (nr.TRIGGER, nr.NOISE_TOKEN)
+
+
+def test_chain_names_are_validated():
+    with pytest.raises(ValueError, match="chain"):
+        nr.chain("tinystories")
+    with pytest.raises(ValueError, match="chain"):
+        nr.sample([0], 4, 16, 0.5, chain="Shakespeare")
+    with pytest.raises(ValueError, match="chain"):
+        fa.Config(chain="real")
+    from revlib.experiments import gradients_at_init as gi
+
+    with pytest.raises(ValueError, match="chain"):
+        gi.Config(chain="")
+
+
+def test_shakespeare_file_is_checked_and_runs_no_code(tmp_path, monkeypatch):
+    import pickle
+
+    # a changed file is refused with a clear message
+    bad = tmp_path / "meta.pkl"
+    raw = bytearray(nr.SHAKESPEARE_META.read_bytes())
+    raw[1000] ^= 1
+    bad.write_bytes(bytes(raw))
+    monkeypatch.setattr(nr, "SHAKESPEARE_META", bad)
+    with pytest.raises(ValueError, match="SHA-256"):
+        nr.shakespeare_meta()
+    # and the unpickler builds no object of any class, even with a matching digest
+    import io
+
+    evil = pickle.dumps({"x": torch.nn.Identity})
+    with pytest.raises(pickle.UnpicklingError, match="plain data"):
+        nr._DataOnly(io.BytesIO(evil)).load()

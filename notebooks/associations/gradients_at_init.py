@@ -51,6 +51,7 @@ SEED = 0              # seed of the data stream
 ALPHA = 0.5           # noise probability of the batch study (the paper's script: 0.5)
 N_SEQUENCES = 8192    # sequences per value of alpha (a multiple of 1024)
 SEQ_LEN = 64          # T (the paper's code: 256)
+CHAIN = "shakespeare"  # the paper's tiny-Shakespeare bigrams, or "synthetic"
 CONTROL = "none"      # a control run, one of the ledger's controls; see check-claims
 
 # %%
@@ -60,7 +61,7 @@ from revlib.experiments import gradients_at_init as gi
 repro.setup(SEED)
 ledger = claims.Ledger.of(
     gi, CONTROL,
-    scale=f"V = 65 generated symbols, T = {SEQ_LEN}, {N_SEQUENCES} sequences per alpha",
+    scale=f"V = 65 ({CHAIN} chain), T = {SEQ_LEN}, {N_SEQUENCES} sequences per alpha",
     paper_scale="V = 65 (tiny-Shakespeare), T = 256, batch 512 (the code's script)",
     size_knobs={"N_SEQUENCES": N_SEQUENCES, "SEQ_LEN": SEQ_LEN})
 
@@ -74,30 +75,33 @@ from revlib.theory import associations as theory
 
 plot.set_theme()
 V = nr.VOCAB_SIZE
-pi, _ = nr.character_statistics()
-print(f"V = {V}, trigger frequency pi_q = {pi[nr.TRIGGER]:.3f}, "
-      f"tau frequency = {pi[nr.NOISE_TOKEN]:.4f}, "
-      f"background entropy = {nr.bigram_entropy():.2f} nats")
-_ = ledger.glue("pi_q", pi[nr.TRIGGER], digits=3)
+chain = nr.chain(CHAIN)
+q, tau = chain.trigger, chain.noise_token
+print(f"{CHAIN} chain: V = {V}, trigger {chain.symbols[q]!r} (frequency pi_q = "
+      f"{chain.pi[q]:.3f}), tau {chain.symbols[tau]!r} (frequency "
+      f"{chain.pi[tau]:.4f}), background entropy = {chain.entropy():.2f} nats")
+_ = ledger.glue("pi_q", chain.pi[q], digits=3)
 
 # %% [markdown]
 # ## 1. The task
 #
-# One sequence of the generated chain (symbols printed as ids): `q` marks the trigger, `*`
-# the noise token $\tau$, and the answer $\bar y$ is shown in brackets. After each trigger the
-# next token is $\tau$ with probability $\alpha$ and $\bar y$ otherwise.
+# One sequence of the chain, as characters: `_` marks the trigger (the space), `!` is the
+# noise token $\tau$, and the answer $\bar y$ is shown in brackets. After each trigger the
+# next token is $\tau$ with probability $\alpha$ and $\bar y$ otherwise, so the text reads
+# as Shakespeare's character bigrams broken after every space.
 
 # %% tags=["hide-input"]
-demo = nr.sample([SEED], n=1, seq_len=40, alpha=ALPHA, stream=999)
+demo = nr.sample([SEED], n=1, seq_len=40, alpha=ALPHA, stream=999, chain=CHAIN)
 ybar = demo.ybar[0, 0].item()
 
 
 def show(tok):
-    return "q" if tok == nr.TRIGGER else "*" if tok == nr.NOISE_TOKEN else (
-        f"[{tok}]" if tok == ybar else str(tok))
+    text = repr(chain.symbols[tok])[1:-1]  # '\n' and the like stay visible
+    return "_" if tok == q else f"[{text}]" if tok == ybar else text
 
 
-print(" ".join(show(t) for t in demo.x[0, 0].tolist()))
+sep = "" if CHAIN == "shakespeare" else " "  # the synthetic chain's symbols are ids
+print(sep.join(show(t) for t in demo.x[0, 0].tolist()))
 print(f"answer ybar = {ybar}, loss positions (trigger, 2nd occurrence on): "
       f"{int(demo.mask.sum())}")
 
@@ -115,7 +119,7 @@ print(f"answer ybar = {ybar}, loss positions (trigger, 2nd occurrence on): "
 # nothing of the labels but $\alpha$.
 
 # %%
-res = gi.run(ledger.config(gi.Config(alpha=ALPHA, seq_len=SEQ_LEN,
+res = gi.run(ledger.config(gi.Config(alpha=ALPHA, seq_len=SEQ_LEN, chain=CHAIN,
                                      n_sequences=N_SEQUENCES, seed=SEED)))
 leading = theory.attention_signal_leading(res.alphas, res.rho)
 exact = theory.attention_signal_exact(res.label_share)
@@ -128,10 +132,13 @@ print(" alpha  FF margin  copy signal  leading order   rho")
 for a, f, c, l, r in zip(res.alphas, res.ff_margin, res.copy, leading, res.rho):
     print(f"{a:6.1f}  {f:9.3f}  {c:11.5f}  {l:13.5f}  {r:5.3f}")
 print(f"1 / (V - 1) = {1 / (V - 1):.5f}")
+# Stated as the relative error, not in standard errors: each z-score is itself noise
+# (within 2.3 on 6 seeds), and it moves between seeds by up to 3.6, more than a bound of
+# 5 leaves as margin.
 ledger.check("ff-margin-alpha",
-             "autograd's FF margin for q -> tau equals alpha at every alpha "
-             "(in standard errors)",
-             (res.ff_margin - res.alphas) / ff_se, above=-5, below=5, tol=1.0,
+             "autograd's FF margin for q -> tau equals alpha within 10% at every alpha "
+             "(margin over alpha, minus 1)",
+             res.ff_margin / res.alphas - 1, above=-0.1, below=0.1, tol=0.05,
              kind="paper", source="Theorem 1",
              paper="the FF gradient writes q -> tau with margin Theta(alpha) (no "
                    "number; the exact alpha is the book's derivation)",
@@ -160,7 +167,7 @@ ledger.check("signal-ratio",
              controls=("no_noise", "no_attention"))
 _ = ledger.glue("signal_ratio", res.ff_signal / res.attn_signal, tol=100)
 
-# %% mystnb={"figure": {"caption": "Gradients at initialisation on real batches (8192 sequences of length 64 per value of alpha; V = 65 generated symbols). Left: the FF margin that one gradient step writes for $q\\to\\tau$ (autograd), against the closed form $\\alpha$. Right: the attention copy signal (autograd), against the exact identity and its leading order $((1-\\alpha)^2+\\alpha^2-1/V)\\rho/(V-1)$; note the scale, about 500 times smaller. The paper uses T = 256 and the tiny-Shakespeare character chain; its constants are not known to us.", "name": "fig-grad-init-signals"}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Gradients at initialisation on real batches (8192 sequences of length 64 per value of alpha; the tiny-Shakespeare character chain, V = 65). Left: the FF margin that one gradient step writes for $q\\to\\tau$ (autograd), against the closed form $\\alpha$. Right: the attention copy signal (autograd), against the exact identity and its leading order $((1-\\alpha)^2+\\alpha^2-1/V)\\rho/(V-1)$; note the scale, about 500 times smaller. The paper uses T = 256; its constants are not known to us.", "name": "fig-grad-init-signals"}} tags=["hide-input"]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
 ax1.plot(res.alphas, res.ff_margin, "o", label="measured")
 ax1.plot(res.alphas, res.alphas, "k--", lw=1, label=r"closed form $\alpha$")
@@ -205,11 +212,11 @@ print("batch size (sequences) at which the attention SNR reaches 1: "
 ledger.glue("m_star", m_star, tol=30)
 ledger.check("ff-noise-closed-form",
              "FF spread over batches over its closed form sqrt(p(1-p)/M) V/(V-1), "
-             "where >= 512 batches estimate it",
-             res.ff_std[many] / ff_closed[many], above=0.75, below=1.25, tol=0.05,
+             "between 0.9 and 1.25, where >= 512 batches estimate it",
+             res.ff_std[many] / ff_closed[many], above=0.9, below=1.25, tol=0.06,
              kind="derivation", source="the chapter's Theorem, part 3",
              controls=("no_noise",))
-ledger.glue("ff_noise_ratio", res.ff_std[many] / ff_closed[many], tol=0.05)
+ledger.glue("ff_noise_ratio", res.ff_std[many] / ff_closed[many], tol=0.06)
 # shown, not claimed: a mean of m independent sequences (heavy-tailed under no_noise)
 print(f"spreads against batch size, minus log-log slopes: FF {approx(slope_ff, 0.05)}, "
       f"attention {approx(slope_at, 0.05)} (1/2 for a mean of m independent sequences)")
@@ -220,12 +227,12 @@ ledger.check("ff-resolved-at-4",
 ledger.glue("ff_snr_4", res.ff_snr[0], tol=0.5)
 ledger.check("ff-over-attention-snr",
              "at every batch size the FF SNR is more than 10 times the attention SNR",
-             res.ff_snr / res.attn_snr, above=10, tol=2, kind="paper",
+             res.ff_snr / res.attn_snr, above=10, tol=4, kind="paper",
              source="Theorem 1",
              paper="attention gradients at init are much noisier than the FF's "
                    "(Section 3.1, rebuttal; no number)",
              controls=("no_noise", "no_attention"))
-_ = ledger.glue("snr_ratio", res.ff_snr / res.attn_snr, tol=2)
+_ = ledger.glue("snr_ratio", res.ff_snr / res.attn_snr, tol=4)
 
 # %% mystnb={"figure": {"caption": "Signal-to-noise ratio of one gradient entry against the batch size (alpha = 0.5, T = 64, 8192 sequences split into batches). FF: the $q\\to\\tau$ margin over its spread, with the closed form (dashed). Attention: the copy signal over the spread of one copy entry; both grow like the square root of the batch size (dotted: slope 1/2), but the attention one starts about 20 times lower. The paper's batch is 512 sequences of length 256.", "name": "fig-grad-init-snr"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))

@@ -1,14 +1,23 @@
 """Noisy in-context recall (Chen, Bruna & Bietti 2025; built on Bietti et al. 2023).
 
-Background text is a first-order Markov chain over ``V = 65`` symbols whose "character
-statistics" the project generates itself (no corpus is downloaded): a Zipf-like unigram
-``pi`` and bigram rows ``cond[i] ~ Dirichlet(concentration * pi)``, drawn once from a
-fixed stream, so every chapter and machine sees the same chain. Symbol ``q`` (the most
-frequent, like the space character of tiny-Shakespeare in the original code) is the
-trigger. Each sequence draws its own answer ``ybar ~ Unif([V])``; after *every*
-occurrence of ``q`` the next token is the fixed noise token ``tau`` with probability
-``alpha`` (an independent coin per occurrence) and ``ybar`` otherwise. ``tau`` is an
-ordinary, rare symbol of the vocabulary, as ``'!'`` is in the original code.
+Background text is a first-order Markov chain over ``V = 65`` symbols, one of two
+:func:`chain` values:
+
+* ``"shakespeare"``: the paper's. The character unigram and bigram counts of
+  tiny-Shakespeare, as the original code ships them (``data/meta.pkl`` of
+  leichen2018/ATTN_vs_MLP, MIT licence, vendored here as ``tiny_shakespeare_meta.pkl``
+  with its licence; read without running pickled code, and checked against its
+  SHA-256). The trigger is ``' '`` (the most frequent character, id 1) and the noise
+  token ``'!'`` (id 2), as in the paper's script.
+* ``"synthetic"``: the book's first stand-in. A Zipf-like unigram ``pi`` and bigram
+  rows ``cond[i] ~ Dirichlet(concentration * pi)``, drawn once from a fixed stream;
+  symbol 0 (the most frequent) is the trigger and the rare symbol 63 the noise token.
+
+Symbol ``q`` is the trigger. Each sequence draws its own answer ``ybar ~ Unif([V])``;
+after *every* occurrence of ``q`` the next token is the fixed noise token ``tau`` with
+probability ``alpha`` (an independent coin per occurrence) and ``ybar`` otherwise.
+``tau`` is an ordinary, rare symbol of the vocabulary, as ``'!'`` is in the original
+code.
 
 The training loss of the paper's script sits only at trigger positions from the second
 occurrence on (``mask``): there the Bayes-optimal prediction is ``p(tau) = alpha``,
@@ -17,8 +26,12 @@ occurrence on (``mask``): there the Bayes-optimal prediction is ``p(tau) = alpha
 
 from __future__ import annotations
 
+import hashlib
+import io
+import pickle
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,9 +39,89 @@ import torch
 from revlib import _validate, repro
 
 VOCAB_SIZE = 65
+CHAINS = ("shakespeare", "synthetic")
+# the synthetic chain's trigger and noise token (Shakespeare's: ' ' and '!')
 TRIGGER = 0  # q: the most frequent symbol
 NOISE_TOKEN = 63  # tau: a rare symbol (unigram frequency about 0.004)
 _STATS_SEED = 20_250_227  # the chain is part of the task, not of an experiment's seed
+SHAKESPEARE_META = Path(__file__).with_name("tiny_shakespeare_meta.pkl")
+SHAKESPEARE_SHA256 = "48d181746e7f7fd1b2b88dcb97d3eb4c0957e7a303749be99bdd709f382fe0d6"
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A background chain: unigram ``pi`` ``[V]``, bigram conditionals ``cond``
+    ``[V, V]`` (read-only), the ``trigger`` and ``noise_token`` ids and each id's
+    ``symbols`` (characters for the Shakespeare chain)."""
+
+    name: str
+    pi: np.ndarray
+    cond: np.ndarray
+    trigger: int
+    noise_token: int
+    symbols: tuple[str, ...]
+
+    def entropy(self) -> float:
+        """Entropy (nats) of the background next token, averaged over ``pi``."""
+        c = self.cond
+        logc = np.log(np.where(c > 0, c, 1.0))
+        return float(-(self.pi[:, None] * c * logc).sum())
+
+
+class _DataOnly(pickle.Unpickler):
+    """An unpickler that builds only plain containers: any class or function reference
+    in the file is refused, so reading it runs no code."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(
+            f"{SHAKESPEARE_META.name} may hold only plain data, found {module}.{name}"
+        )
+
+
+def shakespeare_meta() -> dict:
+    """The vendored tiny-Shakespeare statistics as the original code pickled them:
+    ``vocab_size``, ``itos``, ``stoi``, ``unigrams``, ``bigrams``, ``bigrams_cond``
+    (counts over the whole text)."""
+    raw = SHAKESPEARE_META.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != SHAKESPEARE_SHA256:
+        raise ValueError(
+            f"{SHAKESPEARE_META} has SHA-256 {digest}, not the original code's "
+            f"{SHAKESPEARE_SHA256}: restore it from the repository"
+        )
+    return _DataOnly(io.BytesIO(raw)).load()
+
+
+@lru_cache(maxsize=4)
+def chain(name: str) -> Chain:
+    """The background chain ``name`` (one of :data:`CHAINS`), cached and read-only."""
+    _validate.choice("chain", name, CHAINS)
+    if name == "synthetic":
+        pi, cond = character_statistics()
+        symbols = tuple(str(i) for i in range(VOCAB_SIZE))
+        return Chain(name, pi, cond, TRIGGER, NOISE_TOKEN, symbols)
+    meta = shakespeare_meta()
+    stoi, itos = meta["stoi"], meta["itos"]
+    V = meta["vocab_size"]
+    assert V == VOCAB_SIZE == len(stoi)
+    pi = np.zeros(V)
+    for ch, count in meta["unigrams"].items():
+        pi[stoi[ch]] = count
+    pi /= pi.sum()
+    # the original code's conditionals: bigram counts over all adjacent pairs, each row
+    # normalised (every character is followed by something in the text)
+    cond = np.zeros((V, V))
+    for (a, b), count in meta["bigrams"].items():
+        cond[stoi[a], stoi[b]] += count
+    assert (cond.sum(1) > 0).all()
+    cond /= cond.sum(1, keepdims=True)
+    pi.flags.writeable = False
+    cond.flags.writeable = False
+    symbols = tuple(itos[i] for i in range(V))
+    # the script's trigger: the most frequent character (k = 1, fixed_special_toks);
+    # its noise token: noise_token_id = 2
+    trigger = int(np.argmax(pi))
+    return Chain(name, pi, cond, trigger, stoi["!"], symbols)
 
 
 @dataclass(frozen=True)
@@ -50,6 +143,8 @@ class NoisyRecall:
     noise: torch.Tensor
     after_trigger: torch.Tensor
     alpha: float
+    trigger: int = TRIGGER
+    noise_token: int = NOISE_TOKEN
 
     @property
     def mask(self) -> torch.Tensor:
@@ -77,6 +172,8 @@ class NoisyRecall:
             take(self.noise),
             take(self.after_trigger),
             self.alpha,
+            self.trigger,
+            self.noise_token,
         )
 
 
@@ -104,26 +201,32 @@ def character_statistics(concentration: float = 8.0) -> tuple[np.ndarray, np.nda
     return pi, cond
 
 
-def bigram_entropy() -> float:
-    """Entropy (nats) of the background next token, averaged over the chain's
-    unigram."""
-    pi, cond = character_statistics()
-    return float(-(pi[:, None] * cond * np.log(cond)).sum())
+def bigram_entropy(name: str = "synthetic") -> float:
+    """Entropy (nats) of the background next token of chain ``name``, averaged over the
+    chain's unigram."""
+    return chain(name).entropy()
 
 
 def sample(
-    seeds: list[int], n: int, seq_len: int, alpha: float, stream: int = 0
+    seeds: list[int],
+    n: int,
+    seq_len: int,
+    alpha: float,
+    stream: int = 0,
+    chain: str = "synthetic",
 ) -> NoisyRecall:
-    """``n`` sequences of length ``seq_len`` per seed; seed ``s``'s data depends only on
-    ``(s, stream)`` (use different ``stream`` values for training and test sets)."""
+    """``n`` sequences of length ``seq_len`` per seed over the background ``chain``
+    (one of :data:`CHAINS`); seed ``s``'s data depends only on ``(s, stream)`` (use
+    different ``stream`` values for training and test sets)."""
     _validate.integer("n", n, 1, 10**7)
     _validate.integer("seq_len", seq_len, 2, 10**5)
     _validate.real("alpha", alpha, 0.0, 1.0)
     _validate.integer("stream", stream, 0, 10**6)
+    _validate.choice("chain", chain, CHAINS)
     seeds = _validate.seeds(seeds)
-    pi, cond = character_statistics()
-    cdf_pi = _stack(np.cumsum(pi))
-    cdf = _stack(np.cumsum(cond, axis=1))
+    c = _chain(chain)
+    cdf_pi = _stack(np.cumsum(c.pi))
+    cdf = _stack(np.cumsum(c.cond, axis=1))
     parts = [
         _sample_one(
             repro.generator(s * 1_000_003 + stream * 7_919 + 17),
@@ -132,11 +235,18 @@ def sample(
             alpha,
             cdf_pi,
             cdf,
+            c.trigger,
+            c.noise_token,
         )
         for s in seeds
     ]
     fields = [torch.stack([p[i] for p in parts]) for i in range(6)]
-    return NoisyRecall(*fields, alpha=float(alpha))
+    return NoisyRecall(
+        *fields, alpha=float(alpha), trigger=c.trigger, noise_token=c.noise_token
+    )
+
+
+_chain = chain  # sample's argument shadows the function
 
 
 def _inverse_cdf(
@@ -162,7 +272,7 @@ def _stack(cdf: np.ndarray) -> torch.Tensor:
     return torch.from_numpy((cdf + np.arange(cdf.shape[0])[:, None]).ravel())
 
 
-def _sample_one(gen, n, seq_len, alpha, cdf_pi, cdf):
+def _sample_one(gen, n, seq_len, alpha, cdf_pi, cdf, trigger, noise_token):
     tokens = torch.empty(n, seq_len + 1, dtype=torch.long)
     noise = torch.zeros(n, seq_len + 1, dtype=torch.bool)
     ybar = torch.randint(0, VOCAB_SIZE, (n,), generator=gen)
@@ -173,13 +283,13 @@ def _sample_one(gen, n, seq_len, alpha, cdf_pi, cdf):
         last = tokens[:, t - 1]
         background = _inverse_cdf(cdf, last, torch.rand(n, generator=gen))
         coin = torch.rand(n, generator=gen) < alpha
-        is_q = last == TRIGGER
+        is_q = last == trigger
         tokens[:, t] = torch.where(
-            is_q, torch.where(coin, NOISE_TOKEN, ybar), background
+            is_q, torch.where(coin, noise_token, ybar), background
         )
         noise[:, t] = is_q & coin
     x, y = tokens[:, :-1], tokens[:, 1:]
-    is_q = x == TRIGGER
+    is_q = x == trigger
     occurrence = torch.cumsum(is_q.long(), dim=1) * is_q
     after = torch.zeros_like(is_q)
     after[:, 1:] = is_q[:, :-1]

@@ -91,7 +91,13 @@ class Config(ExperimentConfig):
     sequences. ``rank_fractions``: fractions ``rho`` of FF2's rank kept in the final
     truncation sweep. ``frozen``: parts that keep their initial weights during training
     (controls): ``"ff2"`` (FF2 never learns, so it cannot store ``q -> tau``),
-    ``"attention"`` (every attention layer, so no induction head can form)."""
+    ``"attention"`` (every attention layer, so no induction head can form).
+    ``chain``: the background chain (:data:`revlib.data.noisy_recall.CHAINS`): the
+    paper's tiny-Shakespeare bigrams with trigger ``' '`` and noise token ``'!'``, or
+    the book's synthetic stand-in. ``max_grad_norm``: a seed's gradient is scaled
+    down to this norm when above it (the original code does not clip; at batch 32 the
+    noisy runs stay below 5, but without noise a seed's loss can spike and its weights
+    overflow to NaN within tens of steps)."""
 
     d: int = 64
     seq_len: int = 64
@@ -108,6 +114,8 @@ class Config(ExperimentConfig):
     eval_points: int = 11
     rank_fractions: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
     frozen: tuple[str, ...] = ()
+    chain: str = "shakespeare"
+    max_grad_norm: float = 10.0
 
     OPTIMIZER = "sgd"
 
@@ -128,6 +136,7 @@ class Config(ExperimentConfig):
         _validate.sequence("frozen", self.frozen)
         for i, part in enumerate(self.frozen):
             _validate.choice(f"frozen[{i}]", part, FROZEN)
+        _validate.choice("chain", self.chain, nr.CHAINS)
         self.model_config()
         super().__post_init__()  # seed, n_seeds; steps, lr, batch_size, momentum, ...
 
@@ -190,7 +199,7 @@ def recall_metrics(
     p_ybar = probs.gather(-1, ybar[..., None])[..., 0]
     acc = (probs.argmax(-1) == ybar).double()
     return {
-        "p_tau": masked_mean(probs[..., nr.NOISE_TOKEN], q),
+        "p_tau": masked_mean(probs[..., data.noise_token], q),
         "p_ybar": masked_mean(p_ybar, q),
         "acc": masked_mean(acc, q),
     }
@@ -204,7 +213,7 @@ def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
     model(data.x, internals)
     att = internals.attention[1]
     holds_ybar = data.after_trigger & (data.x == data.ybar[:, :, None])
-    holds_tau = data.after_trigger & (data.x == nr.NOISE_TOKEN)
+    holds_tau = data.after_trigger & (data.x == data.noise_token)
     q = _query(data)
     return {
         "att_ybar": probes.attention_mass(att, q, holds_ybar),
@@ -212,26 +221,27 @@ def attention_split(model: Transformer, data: nr.NoisyRecall) -> dict:
     }
 
 
-def ff2_trigger_margin(model: Transformer) -> torch.Tensor:
+def ff2_trigger_margin(model: Transformer, data: nr.NoisyRecall) -> torch.Tensor:
     """``tau`` logit minus the largest other logit of ``W_U FF2(w_E(q))`` per seed
     ``[S]``: the trigger's raw embedding through FF2 alone (the original code's mlp2
-    margin)."""
-    e_q = model.wte[:, nr.TRIGGER][:, None, None, :]  # [S, 1, 1, d]
+    margin), for the trigger and noise token of ``data``'s chain."""
+    e_q = model.wte[:, data.trigger][:, None, None, :]  # [S, 1, 1, d]
     out = model.blocks[1].ff(e_q)[:, 0, 0]  # [S, d]
     logits = torch.einsum("sd,svd->sv", out, model.head)
-    return probes.margin(logits, nr.NOISE_TOKEN)
+    return probes.margin(logits, data.noise_token)
 
 
 def run(config: Config) -> Result:
     """Train ``n_seeds`` models at once on fresh noisy batches; evaluate on clean
     data."""
     S, B = config.n_seeds, config.batch_size
+    chain = config.chain
     pool = nr.sample(
-        config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0
+        config.seeds, config.steps * B, config.seq_len, config.alpha, 0, chain
     )
-    clean = nr.sample(config.seeds, config.n_test, config.seq_len, 0.0, stream=1)
+    clean = nr.sample(config.seeds, config.n_test, config.seq_len, 0.0, 1, chain)
     noisy = nr.sample(
-        config.seeds, config.n_test, config.seq_len, config.alpha, stream=2
+        config.seeds, config.n_test, config.seq_len, config.alpha, 2, chain
     )
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
     frozen = {"ff2": [model.blocks[1].ff], "attention": [b.attn for b in model.blocks]}
@@ -252,7 +262,7 @@ def run(config: Config) -> Result:
             }
         )
         out.update(attention_split(model, noisy))
-        out["ff2_margin"] = ff2_trigger_margin(model)
+        out["ff2_margin"] = ff2_trigger_margin(model, clean)
         out["train_p_tau"] = recall_metrics(model, noisy)["p_tau"]
         return {name: out[name] for name in METRICS}
 
@@ -285,5 +295,5 @@ def run(config: Config) -> Result:
 
 
 def _query(data: nr.NoisyRecall) -> torch.Tensor:
-    valid = (data.ybar != nr.NOISE_TOKEN) & (data.ybar != nr.TRIGGER)
+    valid = (data.ybar != data.noise_token) & (data.ybar != data.trigger)
     return data.mask & valid[:, :, None]

@@ -51,7 +51,9 @@ class Config:
     (each divides ``n_sequences``). Controls: ``noise=False`` samples every sequence
     with ``noise_prob = 0`` while the closed forms keep ``alpha`` (no noise token to
     learn); ``attention=False`` removes the attention: the value path reads the current
-    token instead of the context average ``h_t``."""
+    token instead of the context average ``h_t``. ``chain``: the background chain
+    (:data:`revlib.data.noisy_recall.CHAINS`), the paper's tiny-Shakespeare bigrams by
+    default."""
 
     alpha: float = 0.5
     alphas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -61,6 +63,7 @@ class Config:
     seed: int = 0
     noise: bool = True
     attention: bool = True
+    chain: str = "shakespeare"
 
     def __post_init__(self):
         _validate.real("alpha", self.alpha, 0.0, 1.0, lo_open=True, hi_open=True)
@@ -79,6 +82,7 @@ class Config:
         _validate.integer("seed", self.seed, 0, 2**31 - 1)
         for name in ("noise", "attention"):
             _validate.boolean(name, getattr(self, name))
+        _validate.choice("chain", self.chain, nr.CHAINS)
 
 
 @dataclass
@@ -117,7 +121,9 @@ class Result:
 def _chunks(config: Config, alpha: float, stream: int):
     a = alpha if config.noise else 0.0
     for k in range(config.n_sequences // _CHUNK):
-        yield nr.sample([config.seed], _CHUNK, config.seq_len, a, stream=stream + k)
+        yield nr.sample(
+            [config.seed], _CHUNK, config.seq_len, a, stream + k, config.chain
+        )
 
 
 def _statistics(config: Config, alpha: float, stream: int) -> dict[str, torch.Tensor]:
@@ -140,7 +146,8 @@ def run(config: Config) -> Result:
             g_f, g_v, n = g_f + f[0] * count[0], g_v + v[0] * count[0], n + count[0]
             st = theory.sequence_statistics(data, config.attention, h=h)
             r, hy = r + st["rho"].sum(), hy + st["sum_hy"].sum()
-        margin.append(theory.ff_margin(g_f / n).item())
+        tau = nr.chain(config.chain).noise_token
+        margin.append(theory.ff_margin(g_f / n, tau).item())
         copy.append(theory.copy_signal(g_v / n).item())
         rho.append((r / n).item())
         share.append((hy / n).item())

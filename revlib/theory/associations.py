@@ -113,19 +113,19 @@ def autograd_init_gradients(
         logits = w_f[:, data.x[s][m]].T + h[s][m] @ w_v.T  # [P, V]
         loss = F.cross_entropy(logits, data.y[s][m])
         f, v = torch.autograd.grad(loss, (w_f, w_v))
-        g_f.append(-f[:, nr.TRIGGER])
+        g_f.append(-f[:, data.trigger])
         g_v.append(-v)
         count.append(m.sum().double())
     return torch.stack(g_f), torch.stack(g_v), torch.stack(count)
 
 
-def ff_margin(g_f: torch.Tensor) -> torch.Tensor:
+def ff_margin(g_f: torch.Tensor, noise_token: int = nr.NOISE_TOKEN) -> torch.Tensor:
     """``tau`` entry minus the mean of the other entries of ``g_f``
     ``[..., V] -> [...]``.
 
     Implements the FF margin of thm-grad-init, item 1."""
     V = g_f.shape[-1]
-    tau = g_f[..., nr.NOISE_TOKEN]
+    tau = g_f[..., noise_token]
     return tau - (g_f.sum(-1) - tau) / (V - 1)
 
 
@@ -156,7 +156,7 @@ def sequence_statistics(
     t = torch.arange(1, data.x.shape[2] + 1, dtype=torch.float64)
     return {
         "n_pos": m.sum(-1),
-        "n_tau": ((data.y == nr.NOISE_TOKEN) * m).sum(-1),
+        "n_tau": ((data.y == data.noise_token) * m).sum(-1),
         "sum_hy": (hy * m).sum(-1),
         "diag": (resid * h * m[..., None]).sum(2),
         "rho": ((data.occurrence - 1).clamp_min(0) / t * m).sum(-1),
