@@ -95,7 +95,7 @@ def test_autograd_gradients_match_the_closed_form_and_the_controls_remove_them()
     torch.testing.assert_close(a_v, g_v)
     assert torch.equal(count, data.mask.sum(dim=(1, 2)).double())
     V = nr.VOCAB_SIZE
-    margin = theory.ff_margin(a_f)
+    margin = theory.ff_margin(a_f, data.noise_token)
     by_hand = a_f[:, nr.NOISE_TOKEN] - (a_f.sum(-1) - a_f[:, nr.NOISE_TOKEN]) / (V - 1)
     torch.testing.assert_close(margin, by_hand)
     # without attention the value path sees the trigger only: no copy signal, and the
@@ -256,7 +256,11 @@ def test_shakespeare_chain_is_the_original_codes():
 def test_shakespeare_sequences_follow_its_bigrams_and_noise():
     c = nr.chain("shakespeare")
     data = nr.sample([0, 1], n=1500, seq_len=64, alpha=0.4, chain="shakespeare")
-    assert (data.trigger, data.noise_token) == (c.trigger, c.noise_token)
+    assert (data.trigger, data.noise_token, data.chain) == (
+        c.trigger,
+        c.noise_token,
+        "shakespeare",
+    )
     after = data.x == c.trigger
     expected = torch.where(
         data.noise, c.noise_token, data.ybar[:, :, None].expand_as(data.y)
@@ -269,9 +273,13 @@ def test_shakespeare_sequences_follow_its_bigrams_and_noise():
     nxt = data.y[data.x == e]
     freq = torch.bincount(nxt, minlength=nr.VOCAB_SIZE).double() / len(nxt)
     assert (freq.numpy() - c.cond[e]).__abs__().max() < 0.03
-    # a subset keeps the chain's trigger and noise token
+    # a subset keeps the chain, its trigger and its noise token
     sub = data.select(torch.zeros(2, 3, dtype=torch.long))
-    assert (sub.trigger, sub.noise_token) == (c.trigger, c.noise_token)
+    assert (sub.trigger, sub.noise_token, sub.chain) == (
+        c.trigger,
+        c.noise_token,
+        "shakespeare",
+    )
 
 
 def test_synthetic_chain_is_unchanged():

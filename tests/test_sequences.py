@@ -168,24 +168,6 @@ def test_short_training_fits_the_training_sentences():
     assert res.train_nll[-1, 0] < 0.5 < res.train_nll[0, 0]
 
 
-def test_sweep_records_config_and_numbers():
-    base = ml.Config(
-        vocab=40,
-        n_layer=1,
-        n_head=2,
-        d_model=8,
-        steps=3,
-        batch_size=8,
-        n_seeds=1,
-        eval_points=2,
-    )
-    rec = ml.sweep(base, {"a": {}, "b": {"positional": "none"}})
-    assert [r["variant"] for r in rec] == ["a", "b"]
-    assert rec[1]["config"]["positional"] == "none"
-    assert len(rec[0]["extras"]["val_nll"][0]) == 2
-    assert rec[0]["experiment"] == "multi_layer" and rec[0]["seeds"] == [0]
-
-
 def test_reverse_in_training_trains_every_pair_both_ways():
     base = reversal_sequences(vocab=200, word_size=1, seeds=[3])
     given = reversal_sequences(

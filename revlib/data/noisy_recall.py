@@ -92,10 +92,14 @@ def shakespeare_meta() -> dict:
     return _DataOnly(io.BytesIO(raw)).load()
 
 
-@lru_cache(maxsize=4)
 def chain(name: str) -> Chain:
     """The background chain ``name`` (one of :data:`CHAINS`), cached and read-only."""
     _validate.choice("chain", name, CHAINS)
+    return _build_chain(name)
+
+
+@lru_cache(maxsize=4)
+def _build_chain(name: str) -> Chain:
     if name == "synthetic":
         pi, cond = character_statistics()
         symbols = tuple(str(i) for i in range(VOCAB_SIZE))
@@ -145,6 +149,7 @@ class NoisyRecall:
     alpha: float
     trigger: int = TRIGGER
     noise_token: int = NOISE_TOKEN
+    chain: str = "synthetic"  # the name of the background chain (:func:`chain`)
 
     @property
     def mask(self) -> torch.Tensor:
@@ -174,6 +179,7 @@ class NoisyRecall:
             self.alpha,
             self.trigger,
             self.noise_token,
+            self.chain,
         )
 
 
@@ -224,7 +230,7 @@ def sample(
     _validate.integer("stream", stream, 0, 10**6)
     _validate.choice("chain", chain, CHAINS)
     seeds = _validate.seeds(seeds)
-    c = _chain(chain)
+    c = _build_chain(chain)  # the argument shadows the function chain()
     cdf_pi = _stack(np.cumsum(c.pi))
     cdf = _stack(np.cumsum(c.cond, axis=1))
     parts = [
@@ -242,11 +248,12 @@ def sample(
     ]
     fields = [torch.stack([p[i] for p in parts]) for i in range(6)]
     return NoisyRecall(
-        *fields, alpha=float(alpha), trigger=c.trigger, noise_token=c.noise_token
+        *fields,
+        alpha=float(alpha),
+        trigger=c.trigger,
+        noise_token=c.noise_token,
+        chain=chain,
     )
-
-
-_chain = chain  # sample's argument shadows the function
 
 
 def _inverse_cdf(

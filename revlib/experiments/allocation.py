@@ -128,21 +128,18 @@ def bayes_losses(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per position ``[S, N, T]``: the Bayes cross-entropy, and masks of background
     positions (input not a trigger) and of recall positions (``data.mask``)."""
-    _, cond = nr.character_statistics()
+    cond = nr.chain(data.chain).cond
     logc = torch.from_numpy(np.log(cond))
     bayes = -logc[data.x, data.y]
     a = data.alpha
-    V = nr.VOCAB_SIZE
+    tau = data.noise_token
     # at a recall position the label is tau w.p. alpha + (1-alpha)[ybar = tau], else
     # ybar
-    p_tau = torch.where(data.ybar == nr.NOISE_TOKEN, 1.0, a + 0.0)[
-        :, :, None
-    ].expand_as(bayes)
-    p_lab = torch.where(data.y == nr.NOISE_TOKEN, p_tau, 1 - p_tau).double()
+    p_tau = torch.where(data.ybar == tau, 1.0, a + 0.0)[:, :, None].expand_as(bayes)
+    p_lab = torch.where(data.y == tau, p_tau, 1 - p_tau).double()
     recall = data.mask
     bayes = torch.where(recall, -torch.log(p_lab.clamp_min(1e-12)), bayes)
-    background = data.x != nr.TRIGGER
-    assert V == cond.shape[0]
+    background = data.x != data.trigger
     return bayes, background, recall
 
 

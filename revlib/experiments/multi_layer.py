@@ -5,23 +5,17 @@ Zhu et al. (2024, Section 5) train GPT-2 from scratch on the sentences of
 effective weight decay 0.01) and the loss on the answer only. :func:`run` does the same
 for ``n_seeds`` seeds at once with :class:`revlib.models.transformer.Transformer` (no
 dropout; GPT-2 has 0.1).
-
-``python -m revlib.experiments.multi_layer --sweep data/multi_layer_sweep.json`` runs
-every entry of :data:`VARIANTS` and writes one record per variant
-(:mod:`revlib.records`) with the final numbers, config, seeds, git hash and run time.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from revlib import _validate, metrics, probes, records, repro
+from revlib import _validate, metrics, probes, repro
 from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.reversal_sequences import (
     BACKWARD,
@@ -380,47 +374,3 @@ VARIANTS: dict[str, dict] = {
     "positions: none": {"positional": "none"},
     "positions: rotary": {"positional": "rotary"},
 }
-
-
-def sweep(base: Config, variants: dict[str, dict] = VARIANTS) -> list[dict]:
-    """Run every variant; one record (:mod:`revlib.records`) per variant with its
-    config, per-seed numbers (as extras), its ``variant`` name and CPU time."""
-    recs, git = [], records.git_state()  # the code version at the start of the sweep
-    for name, change in variants.items():
-        cfg = replace(base, **change)
-        t0 = time.process_time()
-        res = run(cfg)
-        recs.append(
-            records.make(
-                "multi_layer",
-                cfg,
-                seeds=cfg.seeds,
-                git=git,
-                variant=name,
-                cpu_seconds=round(time.process_time() - t0, 1),
-                extras={
-                    "epochs": res.epochs.tolist(),
-                    "log_vocab": res.log_vocab,
-                    "train_nll": res.train_nll.T.tolist(),
-                    "val_nll": res.val_nll.T.tolist(),
-                    "n_params": res.n_params,
-                },
-            )
-        )
-    return recs
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweep", required=True, help="output JSON file")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-seeds", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=300)
-    args = parser.parse_args(argv)
-    repro.setup(args.seed)
-    base = Config(seed=args.seed, n_seeds=args.n_seeds, steps=args.steps)
-    records.write(args.sweep, sweep(base))
-
-
-if __name__ == "__main__":
-    main()

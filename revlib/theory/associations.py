@@ -119,9 +119,9 @@ def autograd_init_gradients(
     return torch.stack(g_f), torch.stack(g_v), torch.stack(count)
 
 
-def ff_margin(g_f: torch.Tensor, noise_token: int = nr.NOISE_TOKEN) -> torch.Tensor:
+def ff_margin(g_f: torch.Tensor, noise_token: int) -> torch.Tensor:
     """``tau`` entry minus the mean of the other entries of ``g_f``
-    ``[..., V] -> [...]``.
+    ``[..., V] -> [...]``; ``noise_token``: ``tau``, the data's ``noise_token``.
 
     Implements the FF margin of thm-grad-init, item 1."""
     V = g_f.shape[-1]
