@@ -124,6 +124,7 @@ class Record:
     contradicts: bool = False  # the claim states that the paper's result fails here
     ratio: float | None = None  # median of values / paper_value
     science: bool = False  # one of its controls is a science control
+    negative: bool = False  # it states that something is not learnt or does not happen
     controls: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
     cell: str = ""  # HTML anchor of the printed line
@@ -491,6 +492,7 @@ class Ledger:
         paper_value: float | None = None,
         factor: float | None = None,
         contradicts: bool = False,
+        negative: bool = False,
     ) -> None:
         """State a claim: every value must lie above ``above`` and/or below ``below``.
         ``kind``: one of :data:`KINDS` (no default: say what the claim is). A
@@ -503,9 +505,13 @@ class Ledger:
         the claim states that the paper's result fails at our scale (verdict *not
         reproduced*). Other kinds take no paper fields (``source`` may name the book's
         own theorem for a derivation). ``controls``: the controls under which the test
-        must fail (at least one); ``requires``: ids of preconditions checked before. The
-        outcome is in ``ledger.records[id]``; nothing is returned, so that a claim's
-        cell prints only its line."""
+        must fail (at least one); ``requires``: ids of preconditions checked before.
+        ``negative=True``: the claim states that something is *not* learnt or does not
+        happen ("the reverse stays at log m"); one of its ``controls`` must then be a
+        science control in which the answer becomes learnable (the reverse facts
+        trained, the probes given), so that the same test is seen to fail when
+        learning happens. The outcome is in ``ledger.records[id]``; nothing is
+        returned, so that a claim's cell prints only its line."""
         if kind not in KINDS:
             raise ValueError(
                 f"kind must be one of {KINDS} (an identity goes through "
@@ -544,6 +550,15 @@ class Ledger:
                 f"claim {id!r} is of kind {kind!r}: paper=, paper_value=, "
                 "factor= and contradicts= belong to kind='paper' claims"
             )
+        if negative and kind == "paper":
+            learnable = [c for c in controls if self.control_kinds.get(c) == "science"]
+            if not learnable:
+                raise ValueError(
+                    f"negative paper claim {id!r} names no science control "
+                    f"(controls={tuple(controls)!r}): a claim that something is not "
+                    "learnt needs a control in which the answer becomes learnable "
+                    "and the same test fails"
+                )
         rec = self._record(
             self._judge(
                 kind,
@@ -560,6 +575,7 @@ class Ledger:
                 paper_value=None if paper_value is None else float(paper_value),
                 factor=None if factor is None else float(factor),
                 contradicts=bool(contradicts),
+                negative=bool(negative),
             ),
             "claim",
         )
@@ -729,15 +745,11 @@ def _display(bundle: dict, metadata: dict | None = None) -> bool:
 
 
 def write_json(path: Path, data) -> None:
-    """Write ``data`` as JSON atomically (a temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1, allow_nan=True))
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write ``data`` (a ledger or a report) as JSON atomically, through
+    :func:`revlib.records.write` with NaN allowed: an untested claim's margin is NaN."""
+    from revlib import records
+
+    records.write(path, data, allow_nan=True)
 
 
 def ledger_of(notebook: dict | str | Path) -> dict | None:

@@ -257,12 +257,17 @@ def _data(value, depth: int = 0):
 # --------------------------------------------------------------------------- files
 
 
-def write(path: str | os.PathLike, obj) -> None:
-    """Write ``obj`` (a record or a list of records) to ``path`` atomically: a temporary
-    file in the same folder, then ``os.replace``. Readers see the old file or the whole
-    new one; a failure leaves neither a partial ``path`` nor the temporary file."""
+def write(path: str | os.PathLike, obj, *, allow_nan: bool = False) -> None:
+    """Write ``obj`` (a record or a list of records, or any JSON data) to ``path``
+    atomically: a temporary file in the same folder, then ``os.replace``. Readers see
+    the old file or the whole new one; a failure leaves neither a partial ``path`` nor
+    the temporary file. The project's one JSON writer. NaN policy: a record holds no
+    NaN (:func:`make` writes ``null``), so by default a NaN raises before any file
+    exists; ``allow_nan=True`` writes it as ``NaN`` (Python's reader takes it back),
+    for the claims ledgers, whose untested margins are NaN."""
     path = Path(path)
-    text = json.dumps(obj, indent=1, allow_nan=False)  # fails before any file exists
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(obj, indent=1, allow_nan=allow_nan)  # fails before any file
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     # os.open rather than mkstemp: the record gets the umask's permissions, not 0600.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -322,6 +327,38 @@ def load(where: str | os.PathLike, curves: bool = False):
     return pd.DataFrame(rows)
 
 
+def control_runs(df, field: str, given: bool, by: tuple[str, ...]):
+    """The rows of stored runs ``df`` (:func:`load`) that a notebook reads, where
+    science-control runs are stored beside the default ones: a control run is a row
+    whose Config field ``field`` is true (the answer given away, e.g.
+    ``reverse_in_training``), made for the settings ``by`` names (e.g.
+    ``("multiplicity",)``). ``given=False`` (the default run): the rows without it.
+    ``given=True`` (the notebook runs under that control): every setting that has
+    control rows reads them in place of its own, and the other settings are unchanged.
+    So a claim about the stored runs can be broken by a stored run in which the answer
+    is learnable, not only by swapping files."""
+    import pandas as pd
+
+    _validate.choice("given", given, (True, False))
+    if not by or any(c not in df for c in by):
+        raise ValueError(f"by must name columns of the stored runs, got {by!r}")
+    flag = (
+        df[field].fillna(False).astype(bool)
+        if field in df
+        else pd.Series(False, index=df.index)
+    )
+    base, control = df[~flag], df[flag]
+    if not given:
+        return base
+    if control.empty:
+        raise ValueError(
+            f"no stored run has {field}=True: the control has no stored run to read"
+        )
+    keys = set(control[list(by)].itertuples(index=False, name=None))
+    own = base[list(by)].apply(tuple, axis=1).isin(keys)
+    return pd.concat([base[~own], control])
+
+
 def _rows(rec: dict, file: str, curves: bool) -> list[dict]:
     n = max((len(v) for v in rec["metrics"].values()), default=1)
     seeds = rec.get("seeds") or [None] * n
@@ -368,14 +405,18 @@ def config_of(row, **changes):
     applied: the configuration to re-run live (``config_of(row, steps=1000)`` trains its
     first 1000 steps). A field the record does not hold (added to the ``Config`` after
     the record was made, with a default that keeps the old behaviour) takes its
-    default."""
+    default; so does one that is NaN in the row, where a frame mixes records with and
+    without it."""
     from revlib import sweeps  # the experiment registry (no Dask at import)
+
+    def held(value) -> bool:
+        return not (isinstance(value, float) and math.isnan(value))
 
     name = row["experiment"]
     fields = {
         f: row[f].item() if isinstance(row[f], np.generic) else row[f]
         for f in sweeps.config_fields(name)
-        if f in row.index
+        if f in row.index and held(row[f])
     }
     return sweeps.make_config(name, {**fields, **changes})
 

@@ -124,6 +124,44 @@ def retolerance(paths: list[Path]) -> int:
     return 0
 
 
+def restored(paths: list[Path]) -> int:
+    """After a notebook was re-executed with no change to what its default run
+    computes (its outputs re-made on another machine, a claim's flag added), measure
+    each spread again from the report's fresh values against the new stored ones,
+    without re-running the fresh seeds: a fresh seed's values do not depend on which
+    machine made the stored outputs. A record the report has no fresh values for must
+    be measured by a real run."""
+    report = json.loads(REPORT.read_text())
+    for path in paths:
+        led = claims.ledger_of(path)
+        entry = report["notebooks"][led["notebook"]]
+        recs = {r["id"]: r for r in led["records"]}
+        missing = sorted(set(recs) - set(entry["records"]))
+        if missing:
+            raise SystemExit(
+                f"{led['notebook']}: no fresh values for {missing}: run "
+                "scripts/seed-spread on it"
+            )
+        for rid, r in entry["records"].items():
+            rec = recs[rid]
+            r["stored"], r["tol"], r["margin"] = (
+                rec["values"],
+                rec["tol"],
+                rec["margin"],
+            )
+            r["spread"] = spread_of(rec["values"], list(r["fresh"].values()))
+        entry["stored_remade"] = {
+            "machine": json.loads(path.read_text())["metadata"]
+            .get("revlib", {})
+            .get("provenance"),
+            "about": "stored outputs re-made after the fresh seeds ran; spreads "
+            "measured again from the same fresh values (seed-spread --restored)",
+        }
+        print(f"==> {led['notebook']}: {len(entry['records'])} spreads from stored")
+    claims.write_json(REPORT, report)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="+", help="notebooks (.ipynb or .py)")
@@ -143,7 +181,16 @@ def main() -> int:
         "run nothing (after a tolerance changed and the stored values did not: the "
         "spreads still hold, tests/test_claims.py checks the values are the same)",
     )
+    ap.add_argument(
+        "--restored",
+        action="store_true",
+        help="the notebooks were re-executed and what their default run computes did "
+        "not change: measure each spread again from the report's fresh values against "
+        "the new stored ones, running nothing",
+    )
     args = ap.parse_args()
+    if args.restored:
+        return restored([Path(p).with_suffix(".ipynb") for p in args.notebooks])
     if args.tolerances_only:
         return retolerance([Path(p).with_suffix(".ipynb") for p in args.notebooks])
     seeds = [int(s) for s in args.seeds.split(",")]

@@ -678,3 +678,52 @@ def test_a_notebook_declares_no_control_of_its_own(nb):
     assert "claims.Ledger.of(" in src, f"{nb.stem}: open the ledger with Ledger.of"
     branch = re.findall(r"^.*\bCONTROL\s*(?:==|!=|\bin\b|\bif\b).*$", src, re.M)
     assert not branch, f"{nb.stem} branches on CONTROL: {branch}"
+
+
+def test_a_negative_paper_claim_needs_a_learnable_control():
+    led = claims.Ledger(
+        "reversal/bilinear",
+        controls={
+            "reverse_in_training": ("science", "reverse facts trained"),
+            "swap_stored": ("plumbing", "stored files read swapped"),
+        },
+    )
+    about = dict(kind="paper", source="Theorem 3", paper="stays at log m", tol=0.01)
+    with pytest.raises(ValueError, match="negative paper claim 'rev'.*science"):
+        led.check(
+            "rev",
+            "r",
+            [1.0],
+            below=1.1,
+            negative=True,
+            controls=("swap_stored",),
+            **about,
+        )
+    led.check(
+        "rev",
+        "r",
+        [1.0],
+        below=1.1,
+        negative=True,
+        controls=("swap_stored", "reverse_in_training"),
+        **about,
+    )
+    assert led.records["rev"].negative and led.records["rev"].science
+    # a positive claim may rest on plumbing alone (listed in check-claims until mended)
+    led.check("pos", "p", [1.0], above=0.5, controls=("swap_stored",), **about)
+    assert not led.records["pos"].negative
+
+
+def test_stored_negative_paper_claims_have_a_learnable_control():
+    """Every negative paper claim of the stored ledgers names a science control (the
+    answer made learnable), and none of them is excused in check-claims' list."""
+    pending = _check_claims_module().WITHOUT_SCIENCE_CONTROL
+    seen = 0
+    for path in NOTEBOOKS:
+        ledger = claims.ledger_of(path)
+        for rec in ledger["records"]:
+            if rec["kind"] == "paper" and rec.get("negative"):
+                seen += 1
+                assert rec["science"], (ledger["notebook"], rec["id"])
+                assert rec["id"] not in pending.get(ledger["notebook"], set())
+    assert seen >= 25

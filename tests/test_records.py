@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 import subprocess
 from pathlib import Path
 
@@ -139,8 +140,8 @@ def test_every_stored_file_in_data_is_records():
     old = []
     for path in files:
         raw = json.loads(path.read_text())
-        if isinstance(raw, dict) and set(raw) <= {"records", "live_check"}:
-            continue  # prompt_caching: records under a key, and a live check's numbers
+        if isinstance(raw, dict) and set(raw) == {"live_check"}:
+            continue  # prompt_caching's live check: numbers to compare, not a run
         try:
             records.read(path)
         except ValueError:
@@ -194,3 +195,40 @@ def test_write_read_round_trip_and_errors(tmp_path):
     (tmp_path / "bad.json").write_text('[{"experiment": "x"}]')
     with pytest.raises(ValueError, match="bad.json is not a revlib record"):
         records.read(tmp_path / "bad.json")
+
+
+def test_control_runs_read_the_stored_control_in_place_of_its_setting():
+    import pandas as pd
+
+    df = pd.DataFrame(
+        {
+            "multiplicity": [0, 0, 10, 10, 10],
+            "seed": [0, 1, 0, 1, 0],
+            "reverse_in_training": [None, None, None, None, True],
+            "test_acc": [0.9, 0.8, 0.0, 0.0, 1.0],
+        }
+    )
+    base = records.control_runs(df, "reverse_in_training", False, ("multiplicity",))
+    assert list(base.test_acc) == [0.9, 0.8, 0.0, 0.0]
+    given = records.control_runs(df, "reverse_in_training", True, ("multiplicity",))
+    assert sorted(given.test_acc) == [0.8, 0.9, 1.0]
+    assert list(given[given.multiplicity == 10].test_acc) == [1.0]
+    # a folder without the field is all default runs, and has no control to read
+    plain = df.drop(columns="reverse_in_training")
+    assert (
+        len(records.control_runs(plain, "reverse_in_training", False, ("seed",))) == 5
+    )
+    with pytest.raises(ValueError, match="no stored run has reverse_in_training"):
+        records.control_runs(plain, "reverse_in_training", True, ("multiplicity",))
+    with pytest.raises(ValueError, match="by must name columns"):
+        records.control_runs(df, "reverse_in_training", True, ("width",))
+
+
+def test_config_of_takes_the_default_for_a_field_missing_from_the_row():
+    import pandas as pd
+
+    row = pd.Series(
+        {"experiment": "arithmetic", "per_value": 4, "probes_in_training": math.nan}
+    )
+    cfg = records.config_of(row)
+    assert cfg.per_value == 4 and cfg.probes_in_training is False

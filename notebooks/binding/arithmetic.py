@@ -153,7 +153,7 @@ for key, name, fit in (("standard", "standard", "fit-standard"),
     ledger.check(f"not-solved-{key}", f"{name}: the never-trained variables are not "
                  "solved (accuracy on all chain variables below 0.35, median seed)",
                  np.median(r.final("probe_acc")), below=0.35, tol=TOL_PROBE, **about,
-                 controls=("probes_in_training",), requires=(fit,))
+                 negative=True, controls=("probes_in_training",), requires=(fit,))
     ledger.glue(f"forward_{key}", r.final("forward_acc"), tol=TOL_PROBE)
     ledger.glue(f"reverse_{key}", r.final("reverse_acc"), tol=TOL_PROBE)
 ledger.glue("chance", chance, digits=3)
@@ -188,11 +188,21 @@ plt.show()
 # each; the chains are the notebook's. JEPA and JEPA + memory use the recipe under which JEPA
 # fits in {doc}`jepa`: LayerNorm on prediction and candidates, learning rate $3\cdot10^{-4}$.
 # The control `swap_stored` reads the stored groups swapped (JEPA + memory as the standard
-# model, 16 per value as 4): every comparison below must then fail.
+# model, 16 per value as 4): every comparison below must then fail. Under
+# `probes_in_training` JEPA + memory is read from stored runs of the same settings and
+# seeds that also train the probed facts: "memory below standard" must then fail, so the
+# test is seen to detect a solved task when it happens.
 
 # %%
 NAMES = {"standard": "standard", "jepa": "JEPA", "jepa_memory": "JEPA + memory"}
-stored = records.load(STORED_DIR, curves=True)
+# under probes_in_training, JEPA + memory is read from stored runs that also train the
+# probed facts (same settings and seeds): the comparison must then see it solve them
+every = records.load(STORED_DIR, curves=True)
+# the stored control runs
+leak = every[every["probes_in_training"].eq(True)].sort_values(["per_value", "seed"])
+stored = records.control_runs(every, "probes_in_training",
+                              runs["standard"].config.probes_in_training,
+                              by=("model", "per_value"))
 P_stored = int(stored["modulus"].iloc[0])
 s_chance = 1 / P_stored
 groups = {(NAMES[m], int(pv)): g.sort_values("seed")
@@ -236,10 +246,13 @@ first, second = ledger.swap("standard", "JEPA + memory")
 order = ledger.swap(sizes, sizes[::-1])[0]
 source = {**{n: n for n in by}, "standard": first, "JEPA + memory": second}
 read = {name: {pv: by[source[name]][q] for pv, q in zip(sizes, order)} for name in by}
+# the median of the last three evaluations: Adam's loss spikes drop one evaluation's
+# train accuracy by up to 0.25 (seed 0 at 16 per value, trained on the probes too)
 ledger.precondition("fit-stored", "every stored model fits its trained facts "
-                    "(lowest; the ceiling is about 0.98)",
-                    [g["train_acc"].min() for g in groups.values()], above=0.85,
-                    tol=0.01)
+                    "(lowest seed's median over the last three evaluations; the "
+                    "ceiling is about 0.98)",
+                    [np.median(np.stack(g["curve.train_acc"])[:, -3:], axis=1).min()
+                     for g in groups.values()], above=0.85, tol=0.01)
 # The paper: JEPA with memory "maintains high performance" on forward-chaining.
 for pv in sizes:
     print(f"{pv} per value: JEPA + memory "
@@ -253,8 +266,8 @@ ledger.check("memory-below-standard", "JEPA + memory is below the standard "
               - read["JEPA + memory"][pv]["probe_acc"].max() for pv in sizes],
              above=0, tol=0.005, kind="paper", source="Section 4",
              paper="JEPA with memory maintains high performance (no number)",
-             contradicts=True, controls=("swap_stored",),
-             requires=("fit-stored",))
+             contradicts=True, negative=True,
+             controls=("swap_stored", "probes_in_training"), requires=("fit-stored",))
 small, large = sizes[0], sizes[-1]
 ledger.check("more-core-entities", "every model is better with 16 than with 4 core "
              "entities per value (lowest seed at 16 minus highest at 4; standard, "
@@ -272,6 +285,10 @@ print("JEPA + memory, highest value accuracy over sizes and seeds: "
       f"{mem_all.max():.3f} (printed, not a claim: no control breaks a bound that "
       "no stored model reaches)")
 ledger.glue("mem_range", mem_all, digits=2)
+print("stored control runs (JEPA + memory, the probed facts trained too): accuracy on "
+      f"all chain variables {exact(leak['probe_acc'])} at "
+      f"{list(zip(leak.per_value, leak.seed))} (per value, seed)")
+ledger.glue("leak_probe_acc", leak["probe_acc"], digits=3)
 ledger.glue("s_chance", s_chance, digits=3)
 for n, key in (("standard", "std"), ("JEPA", "jepa"), ("JEPA + memory", "mem")):
     for pv in sizes:

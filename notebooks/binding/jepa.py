@@ -275,6 +275,7 @@ ledger.check(
     above=0.1,
     tol=0.1,
     kind="paper",
+    negative=True,
     source="Figure 3 (left)",
     paper="JEPA 1/1 with the default norm learns the task (about 72% held-out "
     "accuracy, unverified reading)",

@@ -83,7 +83,7 @@ import json
 import matplotlib.pyplot as plt
 import numpy as np
 
-from revlib import plot
+from revlib import plot, records
 from revlib.data import caching as data
 from revlib.models import embedding
 from revlib.report import approx, exact
@@ -404,11 +404,9 @@ for m, r in results.items():
 
 # %%
 NAMES = {"e5": "multilingual-e5-small", "minilm": "all-MiniLM-L6-v2"}
-records = []
-for m in ("e5", "minilm"):
-    with open(f"{STORED}layers_{m}.json") as fh:
-        records += json.load(fh)["records"]
-for rec in records:
+stored_runs = [rec for m in ("e5", "minilm")
+               for rec in records.read(f"{STORED}layers_{m}.json")]
+for rec in stored_runs:
     ex, cfg = rec["extras"], rec["config"]
     print(f"{NAMES[cfg['model']]}: last {cfg['tune_layers']} layer(s) + head, "
           f"{cfg['steps']} steps, seeds {rec['seeds']}, "

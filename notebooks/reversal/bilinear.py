@@ -118,6 +118,7 @@ ledger.check("train-follows-limit",
              controls=("no_training",))
 ledger.check("reverse-at-log-m", "final held-out reverse loss / log m",
              final_rev / log_m, above=0.9, below=1.1, tol=0.03, kind="paper",
+             negative=True,
              source="Theorems 1, 2", paper="stays near log m, no better than a uniform "
              "guess (no number)", paper_value=1.0, factor=2,
              controls=("reverse_in_training",), requires=("fit",))
@@ -162,6 +163,7 @@ for d, w, avg in zip(sweep_dims, worst, mean):
 ledger.check("epsilon-large-d",
              f"worst-seed epsilon* at d = {sweep_dims[-1]} (the bound holds with a "
              "tiny epsilon)", worst[-1], below=0.02, tol=0.005, kind="paper",
+             negative=True,
              source="Theorem 1", paper="the bound holds for any epsilon once d is "
              "large enough (no number)", controls=("reverse_in_training",))
 ledger.check("epsilon-decays",
@@ -232,7 +234,8 @@ ledger.check("trained-diagonals",
              controls=("no_training",))
 ledger.check("heldout-no-diagonal",
              "|diagonal minus off-diagonal| of the reverse logits of held-out pairs",
-             np.abs(rev_heldout), below=0.5, tol=0.1, kind="paper", source="Section 3",
+             np.abs(rev_heldout), below=0.5, tol=0.1, kind="paper",
+             negative=True, source="Section 3",
              paper="the weight from B to A does not grow: asymmetry (no number)",
              controls=("reverse_in_training",), requires=("fit-half",))
 
@@ -299,6 +302,7 @@ ledger.precondition("fit-large-d", "final training loss / log m for d >= 1024",
                     train_end[i1024:] / log_m, below=0.05, tol=0.005)
 ledger.check("reverse-at-log-m-large-d", "held-out reverse loss / log m for d >= 1024",
              rev_end[i1024:] / log_m, above=0.9, below=1.1, tol=0.03, kind="paper",
+             negative=True,
              source="Theorems 1, 2", paper="stays near log m for large d (no number)",
              paper_value=1.0, factor=2, controls=("reverse_in_training",),
              requires=("fit-large-d",))
@@ -346,7 +350,8 @@ ledger.precondition("fit-pretrained",
 ledger.check("pretrained-reverse-at-log-m",
              "final held-out reverse loss / log m from the pretrained start",
              pre.reverse_loss[-1] / log_m, above=0.9, below=1.1, tol=0.03,
-             kind="paper", source="Theorem 5", paper="Theorems 1-2 hold from any "
+             kind="paper",
+             negative=True, source="Theorem 5", paper="Theorems 1-2 hold from any "
              "start with 1/(2m) < p < 2/m: reverse loss near log m (no number)",
              paper_value=1.0, factor=2,
              controls=("reverse_in_training",), requires=("init-near-uniform",
@@ -354,7 +359,7 @@ ledger.check("pretrained-reverse-at-log-m",
 ledger.check("pretrained-reverse-stays",
              "|final - initial held-out reverse loss| / log m, pretrained start",
              np.abs(pre.reverse_loss[-1] - pre.reverse_loss[0]) / log_m, below=0.10,
-             tol=0.02, kind="paper", source="Theorem 5",
+             tol=0.02, kind="paper", negative=True, source="Theorem 5",
              paper="the reverse loss barely moves from its start (no number)",
              controls=("reverse_in_training",),
              requires=("init-near-uniform", "fit-pretrained"))
@@ -403,7 +408,8 @@ ledger.check("optimizers-follow-limit",
 ledger.check("optimizers-reverse-at-log-m",
              "held-out reverse loss / log m at t = T, every variant and seed",
              np.concatenate([r.reverse_loss[-1] for r in dyn.values()]) / log_m,
-             above=0.9, below=1.1, tol=0.03, kind="paper", source="Theorems 1, 2",
+             above=0.9, below=1.1, tol=0.03, kind="paper",
+             negative=True, source="Theorems 1, 2",
              paper="reversal curse under (stochastic) gradient descent (no number)",
              paper_value=1.0, factor=2, controls=("reverse_in_training",))
 

@@ -88,6 +88,10 @@ from revlib.report import approx
 # fresh seeds (tests/seed_spread.json: a trained transformer's per-seed value moves
 # between machines as a fresh seed's would) and stays below the margin of its claim.
 TOL_TRAIN, TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_STAT = 0.01, 1.5, 0.6, 2.0
+# The median seed's held-out MRR over chance moved by 0.4 over 5 fresh seeds, where a
+# single seed moved by up to 1.4 (one reached 2.35 times chance): the claim is stated
+# on the median, and the per-seed range is printed.
+TOL_MRR_MEDIAN = 0.4
 # The held-out MRR over chance moves like a fresh seed: with AVX-512 kernels one seed
 # went 0.99 -> 1.69 (stored: 0.93-1.19 over the four seeds), hence 1.0, not 0.6.
 # The fraction of rows whose maximum is on the diagonal, a median over seeds, moved
@@ -146,11 +150,13 @@ ledger.precondition(
 ledger.check(
     "heldout-rank-chance",
     "the held-out answer ranks at chance among the "
-    "entities of its type (MRR over chance, per seed)",
-    main.heldout_mrr / main.chance_mrr,
-    below=3.0,
-    tol=TOL_MRR_RATIO,
+    "entities of its type: the median seed's MRR is below 2 times chance (MRR over "
+    "chance)",
+    np.median(main.heldout_mrr / main.chance_mrr),
+    below=2.0,
+    tol=TOL_MRR_MEDIAN,
     kind="paper",
+    negative=True,
     source="Figure 1",
     paper="held-out answer no better than a random guess (no number)",
     paper_value=1.0,
@@ -167,6 +173,7 @@ ledger.check(
     above=1.0,
     tol=TOL_NLL_RATIO,
     kind="paper",
+    negative=True,
     source="Figure 1",
     paper="held-out NLL at or above log|V|, a uniform guess (no number)",
     paper_value=1.0,
@@ -273,8 +280,9 @@ ledger.check(
     "(tied and untied, per seed)",
     np.concatenate(list(ratio.values())),
     below=0.6,
-    tol=0.15,
+    tol=0.22,  # a tied seed moved 0.37 -> 0.15 over 5 fresh seeds
     kind="paper",
+    negative=True,
     source="Figure 2",
     paper="no diagonal in the unseen panel (no number)",
     controls=("reverse_in_training",),
@@ -289,6 +297,7 @@ ledger.check(
     below=0.3,
     tol=0.1,
     kind="paper",
+    negative=True,
     source="Figure 2",
     paper="no diagonal in the unseen panel (no number)",
     controls=("reverse_in_training",),
@@ -417,6 +426,7 @@ ledger.check(
     below=4.0,
     tol=TOL_VAR_MRR_RATIO,
     kind="paper",
+    negative=True,
     source="rebuttal",
     paper="the curse persists in every variant: no better than chance (no number)",
     paper_value=1.0,
@@ -479,7 +489,7 @@ ledger.identity(
     "the Gaussian baseline's mean |cos| is sqrt(2/(pi d)) (d = 64; distance, per seed)",
     np.abs(g64 - math.sqrt(2 / (math.pi * 64))),
     below=0.01,
-    tol=0.001,
+    tol=0.003,  # a sampling error: fresh seeds move it by 0.002
 )
 ledger.check(
     "embeddings-less-orthogonal",

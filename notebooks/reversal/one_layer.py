@@ -188,12 +188,13 @@ ledger.check("tf-heldout-below-2-over-m",
              "M * largest held-out p(A_i | B_i <-), mean over pairs, over every step "
              "after the start (at most twice a uniform guess)",
              M * th["heldout_p"][1:].max(axis=0),
-             below=2.0, tol=0.05, kind="paper", source="Theorem 3",
+             below=2.0, tol=0.05, kind="paper", negative=True, source="Theorem 3",
              paper="held-out p(A_i | B_i <-) stays near or below 1/M (no number)",
              controls=("reverse_in_training",))
 ledger.check("tf-heldout-below-uniform",
              "M * final held-out p(A_i | B_i <-), mean over pairs",
              M * th["heldout_p"][-1], below=0.75, tol=0.05, kind="paper",
+             negative=True,
              source="Theorem 3", paper="held-out p(A_i | B_i <-) at most about 1/M "
              "(no number)", controls=("reverse_in_training", "no_training"))
 ledger.identity("tf-z-still", "largest change of the effective Z (W_Q, W_K get no "
@@ -248,6 +249,7 @@ ledger.identity("rp-heldout-diagonal-zero",
 ledger.check("tf-heldout-no-diagonal",
              "diagonal minus off-diagonal of held-out Y[B_i, A_j], transformer",
              per_seed["transformer"][:, 2], below=0.5, tol=0.1, kind="paper",
+             negative=True,
              source="Theorem 3", paper="Y[B_i, A_i] of held-out pairs does not grow "
              "(no number)", controls=("reverse_in_training",), requires=("tf-fit",))
 for name, v in table.items():

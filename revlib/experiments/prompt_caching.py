@@ -615,7 +615,7 @@ def main(argv=None) -> None:
             sweeps.record("prompt_caching", {"model": m, **STORED_LAYERS})
             for m in args.models.split(",")
         ]
-        rec_io.write(args.out, {"records": records})
+        rec_io.write(args.out, records)
         return
     check = dict(LIVE_CHECK)
     by_steps, cpu = {}, 0.0
