@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -140,7 +140,9 @@ class Config:
     training pairs (a control). ``stream_length``: requests in the caching
     simulation. Two more controls: ``no_training`` (no optimiser step: the tuned model
     is the base model) and ``scramble_swaps`` (read by the chapter's order-swap
-    measurement: each swapped twin replaced by a comparison of two other countries)."""
+    measurement: each swapped twin replaced by a comparison of two other countries).
+    ``shuffled_baseline``: also fine-tune one head per (loss, seed) on labels permuted
+    across the training pairs (``Result.shuffled``), the baseline of the hard subset."""
 
     model: str = "e5"
     losses: tuple[str, ...] = LOSSES
@@ -161,6 +163,7 @@ class Config:
     max_gap: float = 0.02
     no_training: bool = False
     scramble_swaps: bool = False
+    shuffled_baseline: bool = False
 
     def __post_init__(self):
         _validate.choice("model", self.model, MODELS)
@@ -197,6 +200,7 @@ class Config:
         _validate.boolean("shuffle_labels", self.shuffle_labels)
         _validate.boolean("no_training", self.no_training)
         _validate.boolean("scramble_swaps", self.scramble_swaps)
+        _validate.boolean("shuffled_baseline", self.shuffled_baseline)
 
 
 @dataclass
@@ -222,6 +226,7 @@ class Result:
     test_emb: dict = field(default_factory=dict)
     train: object = None
     test: object = None
+    shuffled: dict = field(default_factory=dict)  # [loss][seed]: shuffled-label heads
 
 
 # --------------------------------------------------------------------------------------
@@ -540,6 +545,22 @@ def run(config: Config) -> Result:
             tuned[loss].append(met)
             lam[loss].append(float(head.log_lam.detach().exp()))
             c[loss].append(float(head.c.detach()))
+    # the baseline of the hard subset: a head fine-tuned the same way on labels
+    # permuted across the training pairs, scored on the same selected pairs (the subset
+    # is selected against the base model, so a head that learnt nothing also moves off
+    # the base model's AUC there)
+    shuffled = {}
+    if cfg.shuffled_baseline:
+        sh_cfg = replace(cfg, shuffle_labels=True)
+        for loss in cfg.losses:
+            shuffled[loss] = []
+            for seed in cfg.seeds:
+                embed, _, _ = fine_tune(
+                    enc, h_tr, m_tr, train, loss, seed, sh_cfg, cos_tr
+                )
+                met = evaluate(_embed_all(embed, h_te, m_te), test, hard, requests)
+                met.pop("_curve")
+                shuffled[loss].append(met)
     sizes = {
         "train_questions": len(train.questions),
         "train_pairs": len(train.pairs),
@@ -569,6 +590,7 @@ def run(config: Config) -> Result:
         emb,
         train,
         test,
+        shuffled,
     )
 
 
