@@ -124,7 +124,9 @@ class History:
         return self.values[name][-1]
 
 
-def _optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+def _optimizer(
+    params, cfg: TrainConfig, capturable: bool = False
+) -> torch.optim.Optimizer:
     if cfg.optimizer in ("gd", "sgd"):
         return torch.optim.SGD(
             params,
@@ -134,9 +136,45 @@ def _optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
             foreach=True,
         )
     cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
+    extra = {"capturable": True} if capturable else {}
     return cls(
-        params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, foreach=True
+        params,
+        lr=cfg.lr,
+        betas=cfg.betas,
+        weight_decay=cfg.weight_decay,
+        foreach=True,
+        **extra,
     )
+
+
+# ``REVLIB_CUDA_GRAPHS=1``: on a GPU, train() replays each step as one CUDA graph.
+GRAPHS_ENV = "REVLIB_CUDA_GRAPHS"
+# Eager steps before the capture (on a side stream, as CUDA graphs need): the
+# optimiser's state and autograd's lazy buffers exist by then.
+_GRAPH_WARMUP = 3
+
+
+def graphs_wanted(device: torch.device) -> bool:
+    """Whether :func:`train` captures its step as a CUDA graph: on a CUDA device, when
+    the environment variable ``REVLIB_CUDA_GRAPHS`` is ``1``. The book's models are so
+    small that an eager GPU step is bound by launching its hundreds of kernels from
+    Python (measured: a 24-layer, d = 20 model takes as long per step on a GPU as on a
+    CPU core); a replayed graph launches them all at once. The replayed step runs the
+    same kernels as the eager one, so it is the same computation (not bit for bit the
+    CPU run's: GPU kernels round differently)."""
+    return device.type == "cuda" and os.environ.get(GRAPHS_ENV, "") == "1"
+
+
+def _clip_per_seed_graphed(params: list[torch.nn.Parameter], max_norm: float) -> None:
+    """:func:`clip_per_seed` without reading the norms on the host (a CUDA graph
+    cannot): every seed's gradient is multiplied by ``min(1, max_norm / norm)``; a seed
+    within the bound is multiplied by exactly 1, which leaves it bit for bit as it
+    was."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norms = sum(g.double().pow(2).flatten(1).sum(1) for g in grads).sqrt()
+    scale = torch.where(norms > max_norm, max_norm / norms, torch.ones_like(norms))
+    for g in grads:
+        g.mul_(scale.to(g.dtype).view((-1,) + (1,) * (g.dim() - 1)))
 
 
 class _Batches:
@@ -204,6 +242,30 @@ def clip_per_seed(params: list[torch.nn.Parameter], max_norm: float) -> torch.Te
             shape = (-1,) + (1,) * (g.dim() - 1)
             g[idx] = g[idx] * scale[idx].to(g.dtype).view(shape)
     return norms
+
+
+def _capture(eager_step, idx, opt, side):
+    """One training step captured as a CUDA graph, reading its minibatch from a static
+    copy of ``idx``: ``(graph, static_idx)``, or ``(None, None)`` when the step cannot
+    be captured (an operation that reads a value on the host), reported on stderr."""
+    static_idx = None if idx is None else idx.clone()
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    opt.zero_grad(set_to_none=True)
+    try:
+        with torch.cuda.graph(graph, stream=side):
+            eager_step(static_idx)
+    except Exception as err:  # noqa: BLE001  (any failure: run eagerly instead)
+        torch.cuda.synchronize()
+        opt.zero_grad(set_to_none=True)
+        print(
+            f"revlib.train: the step could not be captured as a CUDA graph "
+            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+            "training eagerly",
+            file=sys.stderr,
+        )
+        return None, None
+    return graph, static_idx
 
 
 def _fingerprint(
@@ -286,7 +348,8 @@ def train(
         _validate.integer("n_train", n_train, cfg.batch_size, None)
     _validate.integer("n_seeds", n_seeds, 1, None)
     device = params[0].device if params else torch.device("cpu")
-    opt = _optimizer(params, cfg)
+    graphed = graphs_wanted(device) and not cfg.no_training
+    opt = _optimizer(params, cfg, capturable=graphed)
     batch_seeds = list(range(n_seeds)) if batch_seeds is None else list(batch_seeds)
     if len(batch_seeds) != n_seeds:
         raise ValueError(
@@ -390,6 +453,26 @@ def train(
         records, next_eval, first = state["records"], state["next_eval"], state["step"]
         cpu_before = state["cpu_seconds"]
 
+    def eager_step(idx) -> None:
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(idx)
+        if loss.shape != (n_seeds,):
+            raise ValueError(
+                f"loss_fn must return one loss per seed, shape ({n_seeds},), "
+                f"got {tuple(loss.shape)}"
+            )
+        loss.sum().backward()
+        if cfg.max_grad_norm:
+            if graphed:
+                _clip_per_seed_graphed(params, cfg.max_grad_norm)
+            else:
+                clip_per_seed(params, cfg.max_grad_norm)
+        opt.step()
+
+    graph = static_idx = None
+    # the learning rate is baked into the captured step: capture after the warm-up
+    capture_at = max(first, cfg.warmup_steps) + _GRAPH_WARMUP if graphed else None
+    side = torch.cuda.Stream(device) if graphed else None
     for step in range(first, cfg.steps + 1):
         if (
             path is not None
@@ -402,21 +485,29 @@ def train(
             next_eval += 1
         if step == cfg.steps:
             break
-        idx = None if batches is None else next(batches).to(device)
+        idx = None if batches is None else next(batches)
+        if graph is not None:
+            if static_idx is not None:
+                static_idx.copy_(idx, non_blocking=False)
+            graph.replay()
+            continue
+        idx = None if idx is None else idx.to(device)
         if cfg.warmup_steps:
             for group in opt.param_groups:
                 group["lr"] = cfg.lr_at(step)
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(idx)
-        if loss.shape != (n_seeds,):
-            raise ValueError(
-                f"loss_fn must return one loss per seed, shape ({n_seeds},), "
-                f"got {tuple(loss.shape)}"
-            )
-        loss.sum().backward()
-        if cfg.max_grad_norm:
-            clip_per_seed(params, cfg.max_grad_norm)
-        opt.step()
+        if step == capture_at:
+            graph, static_idx = _capture(eager_step, idx, opt, side)
+            if graph is not None:
+                graph.replay()
+                continue
+            graphed = False  # the capture failed: eager from here on
+        if graphed:
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                eager_step(idx)
+            torch.cuda.current_stream(device).wait_stream(side)
+        else:
+            eager_step(idx)
     if ctx is not None:
         ctx.cpu_seconds += cpu_before + time.process_time() - cpu_start
     return History(

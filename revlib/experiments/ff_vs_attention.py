@@ -175,6 +175,7 @@ class Result:
     model: Transformer
     ranks: list[int]
     sweep: dict[str, np.ndarray] = field(default_factory=dict)
+    sweep_w1: dict[str, np.ndarray] = field(default_factory=dict)
     n_params: int = 0
 
     def final(self, name: str) -> np.ndarray:
@@ -277,6 +278,25 @@ def run(config: Config) -> Result:
     )
     weight = ff2_weight(model)
     ranks = sorted({probes.rank_of_fraction(weight, r) for r in config.rank_fractions})
+    ff2 = model.blocks[1].ff
+    return Result(
+        config=config,
+        history=history,
+        model=model,
+        ranks=ranks,
+        sweep=_truncation_sweep(model, clean, weight, ranks),
+        sweep_w1=(
+            _truncation_sweep(model, clean, ff2.fc1.weight, ranks)
+            if ff2.kind == "mlp"
+            else {}
+        ),
+        n_params=model.n_params(),
+    )
+
+
+def _truncation_sweep(model, clean, weight, ranks) -> dict[str, np.ndarray]:
+    """p_tau, p_ybar and acc ``[R, S]`` on ``clean`` with ``weight`` truncated to each
+    of ``ranks``."""
     sweep: dict[str, list] = {"p_tau": [], "p_ybar": [], "acc": []}
     with torch.no_grad():
         for r in ranks:
@@ -284,14 +304,7 @@ def run(config: Config) -> Result:
                 m = recall_metrics(model, clean)
             for k in sweep:
                 sweep[k].append(m[k].numpy())
-    return Result(
-        config=config,
-        history=history,
-        model=model,
-        ranks=ranks,
-        sweep={k: np.stack(v) for k, v in sweep.items()},
-        n_params=model.n_params(),
-    )
+    return {k: np.stack(v) for k, v in sweep.items()}
 
 
 def _query(data: nr.NoisyRecall) -> torch.Tensor:

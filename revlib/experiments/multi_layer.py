@@ -59,7 +59,10 @@ class Config(ExperimentConfig):
     """Data: ``vocab`` entity ids (model vocabulary ``vocab + 2``, ``+ 3`` in context),
     ``word_size`` tokens per entity, ``split_ratio`` of pairs in both directions; in
     context, ``n_x`` A's times ``n_y`` B's with ``n_y_train`` B's per A in training.
-    Model: ``n_layer``, ``n_head``, ``d_model``, ``positional``. Optimiser: AdamW,
+    Model: ``n_layer``, ``n_head``, ``d_model``, ``positional``, ``tied`` output,
+    ``freeze_embeddings`` (token and position embeddings keep their initial values, as
+    the paper's ``--freeze_wte_wpe``; with ``tied`` the output matrix too).
+    Optimiser: AdamW,
     ``lr``, ``batch_size``, ``weight_decay`` for ``steps`` steps (:func:`steps_for`
     converts epochs); ``eval_points`` evaluations. Controls: ``reverse_in_training``
     puts the held-out sentences into training (reversal task only: the answer given);
@@ -78,6 +81,7 @@ class Config(ExperimentConfig):
     d_model: int = 64
     positional: str = "absolute"
     tied: bool = True
+    freeze_embeddings: bool = False
     n_seeds: int = 4
     steps: int = 300
     lr: float = 0.01
@@ -102,7 +106,7 @@ class Config(ExperimentConfig):
             _validate.integer("n_y", self.n_y, 2, self.vocab - self.n_x)
             _validate.integer("n_y_train", self.n_y_train, 1, self.n_y - 1)
         _validate.choice("positional", self.positional, POSITIONS)
-        for name in ("reverse_in_training", "tied"):
+        for name in ("reverse_in_training", "tied", "freeze_embeddings"):
             _validate.boolean(name, getattr(self, name))
         if self.reverse_in_training and self.task != "reversal":
             raise ValueError(
@@ -143,6 +147,8 @@ class Config(ExperimentConfig):
             d_model=self.d_model,
             positional=self.positional,
             tied=self.tied,
+            freeze_embeddings=self.freeze_embeddings,
+            freeze_unembedding=self.freeze_embeddings and self.tied,
         )
 
     def train_config(self) -> TrainConfig:
