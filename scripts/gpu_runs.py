@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -399,6 +400,8 @@ def drive(args) -> int:
         os.replace(w, out / w.name)
     with tarfile.open(out / "gpu_runs.tar.gz", "w:gz") as tar:
         tar.add(res, arcname="gpu_runs")
+    if not args.keep:
+        shutil.rmtree(res)  # what comes back from a lent machine is a few files
     say(f"packed; {json.dumps(status)}")
     return 0
 
@@ -411,6 +414,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=500.0)
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--git", default=None)
+    ap.add_argument("--keep", action="store_true", help="keep results/ beside the tar")
     args = ap.parse_args()
     if args.device is None:
         import torch
