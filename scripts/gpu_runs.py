@@ -415,9 +415,88 @@ def drive(args) -> int:
     return 0
 
 
+def unpack(archives: list[str], into: Path, git: str | None) -> list[str]:
+    """Write the runs of ``gpu_runs.tar.gz`` archives into ``into`` as records: a
+    finished job's record as it is (and its weights file, found beside its archive);
+    a job stopped at the budget as a record of its evaluations so far, marked
+    ``partial`` with the step it reached (its ``metrics`` are its last evaluation). A
+    later archive's run of a job replaces an earlier one only if it went further."""
+    import tarfile as tf
+
+    from revlib import records, sweeps
+
+    into.mkdir(parents=True, exist_ok=True)
+    written = []
+    for arc in archives:
+        with tf.open(arc) as tar:
+            members = {Path(m.name).name: m for m in tar.getmembers() if m.isfile()}
+            status = json.load(tar.extractfile(members["status.json"]))
+            for name in status:
+                final, part = (
+                    members.get(f"{name}.json"),
+                    members.get(f"{name}.partial1.json"),
+                )
+                if final is not None:
+                    rec = json.load(tar.extractfile(final))
+                elif part is not None:
+                    p = json.load(tar.extractfile(part))
+                    spec = jobs(False)[name]
+                    config = sweeps.make_config(spec["experiment"], spec["fields"])
+                    rec = records.make(
+                        spec["experiment"],
+                        config,
+                        seeds=records.seeds_of(config),
+                        metrics={k: v[-1] for k, v in p["values"].items()},
+                        histories={
+                            "history": {
+                                "steps": p["steps"],
+                                "lr": float(config.lr),
+                                "curves": {
+                                    k: [list(c) for c in zip(*v)]
+                                    for k, v in p["values"].items()
+                                },
+                            }
+                        },
+                        device="cuda",
+                        seconds=p["seconds"],
+                        git=(git, False) if git else (None, None),
+                        job=name,
+                        partial=True,
+                        stopped_at_step=p["steps"][-1],
+                        planned_steps=p["of_steps"],
+                        status=status[name],
+                        cuda_graphs=True,
+                        tf32=bool(spec.get("tf32")),
+                    )
+                else:
+                    continue
+                dest = into / f"{name}.json"
+                if dest.exists():
+                    old = json.loads(dest.read_text())
+                    reached = old.get("stopped_at_step", float("inf"))
+                    if not old.get("partial") or reached >= rec.get(
+                        "stopped_at_step", float("inf")
+                    ):
+                        continue
+                records.write(dest, rec)
+                written.append(dest.name)
+                weights = Path(arc).with_name(f"{name}.weights.pt")
+                if final is not None and weights.exists():
+                    shutil.copyfile(weights, into / weights.name)
+                    written.append(weights.name)
+    return written
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="folder the run writes to")
+    ap.add_argument(
+        "--unpack",
+        nargs="+",
+        metavar="TAR",
+        help="write the runs of these archives into --into as records",
+    )
+    ap.add_argument("--into", default=str(ROOT / "data" / "gpu_runs"))
     ap.add_argument("--job")
     ap.add_argument("--device", default=None)
     ap.add_argument("--budget", type=float, default=500.0)
@@ -428,10 +507,16 @@ def main() -> int:
     )
     ap.add_argument("--keep", action="store_true", help="keep results/ beside the tar")
     args = ap.parse_args()
-    if args.device is None:
+    if args.device is None and not args.unpack:
         import torch
 
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.unpack:
+        for name in unpack(args.unpack, Path(args.into), args.git):
+            print(name)
+        return 0
+    if not args.out:
+        ap.error("--out is required")
     if args.job:
         run_job(
             args.job, jobs(args.tiny)[args.job], Path(args.out), args.device, args.git

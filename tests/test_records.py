@@ -135,7 +135,11 @@ def test_converted_file_holds_the_original_numbers(name):
 
 
 def test_every_stored_file_in_data_is_records():
-    files = sorted(DATA.glob("*.json")) + sorted(DATA.glob("sweeps/*/*.json"))
+    files = (
+        sorted(DATA.glob("*.json"))
+        + sorted(DATA.glob("sweeps/*/*.json"))
+        + sorted(DATA.glob("gpu_runs/*.json"))
+    )
     assert len(files) > 3
     old = []
     for path in files:

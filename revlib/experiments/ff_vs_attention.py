@@ -176,6 +176,8 @@ class Result:
     ranks: list[int]
     sweep: dict[str, np.ndarray] = field(default_factory=dict)
     sweep_w1: dict[str, np.ndarray] = field(default_factory=dict)
+    tau_logit: dict[str, np.ndarray] = field(default_factory=dict)
+    captured: dict[str, np.ndarray] = field(default_factory=dict)
     n_params: int = 0
 
     def final(self, name: str) -> np.ndarray:
@@ -276,22 +278,54 @@ def run(config: Config) -> Result:
         n_seeds=S,
         batch_seeds=[s + 104_729 for s in config.seeds],
     )
-    weight = ff2_weight(model)
-    ranks = sorted({probes.rank_of_fraction(weight, r) for r in config.rank_fractions})
-    ff2 = model.blocks[1].ff
     return Result(
         config=config,
         history=history,
         model=model,
+        n_params=model.n_params(),
+        **truncation(model, config, clean),
+    )
+
+
+def truncation(model: Transformer, config: Config, clean: nr.NoisyRecall) -> dict:
+    """The rank sweeps of a trained model on ``clean`` data, as :class:`Result`'s
+    fields ``ranks``, ``sweep``, ``sweep_w1``, ``tau_logit`` and ``captured``."""
+    weight = ff2_weight(model)
+    ranks = sorted({probes.rank_of_fraction(weight, r) for r in config.rank_fractions})
+    ff2 = model.blocks[1].ff
+    mats = {"W2": weight, **({"W1": ff2.fc1.weight} if ff2.kind == "mlp" else {})}
+    return dict(
         ranks=ranks,
         sweep=_truncation_sweep(model, clean, weight, ranks),
         sweep_w1=(
-            _truncation_sweep(model, clean, ff2.fc1.weight, ranks)
-            if ff2.kind == "mlp"
-            else {}
+            _truncation_sweep(model, clean, mats["W1"], ranks) if "W1" in mats else {}
         ),
-        n_params=model.n_params(),
+        tau_logit={
+            name: _tau_logit_sweep(model, clean, w, ranks) for name, w in mats.items()
+        },
+        captured=_captured(model, clean, mats, ranks),
     )
+
+
+def ff2_input(model: Transformer, x: torch.Tensor) -> torch.Tensor:
+    """The residual stream entering FF2 (layer 1's block, then layer 2's attention):
+    tokens ``[S, B, T]`` -> ``[S, B, T, d]``."""
+    S, B, T = x.shape
+    h = model.wte[torch.arange(S)[:, None, None], x] + model.wpe[:, None, :T]
+    h = model.blocks[0](h)
+    blk = model.blocks[1]
+    return h + blk.attn(blk.ln1(h))
+
+
+def ff2_tau_logit(model: Transformer, data: nr.NoisyRecall) -> torch.Tensor:
+    """FF2's direct push towards ``tau`` at the loss positions of ``data``: its output
+    read through the unembedding, the ``tau`` logit minus the mean of the other logits,
+    averaged over the positions, per seed ``[S]`` (a logit lens on FF2 alone)."""
+    h = ff2_input(model, data.x)
+    logits = model.blocks[1].ff(h) @ model.head.transpose(1, 2)[:, None]  # [S,B,T,V]
+    tau = data.noise_token
+    others = (logits.sum(-1) - logits[..., tau]) / (logits.shape[-1] - 1)
+    return masked_mean(logits[..., tau] - others, _query(data))
 
 
 def _truncation_sweep(model, clean, weight, ranks) -> dict[str, np.ndarray]:
@@ -305,6 +339,83 @@ def _truncation_sweep(model, clean, weight, ranks) -> dict[str, np.ndarray]:
             for k in sweep:
                 sweep[k].append(m[k].numpy())
     return {k: np.stack(v) for k, v in sweep.items()}
+
+
+def _tau_logit_sweep(model, clean, weight, ranks) -> np.ndarray:
+    """:func:`ff2_tau_logit` ``[R, S]`` with ``weight`` truncated to each rank."""
+    out = []
+    with torch.no_grad():
+        for r in ranks:
+            with probes.truncated(weight, r):
+                out.append(ff2_tau_logit(model, clean).numpy())
+    return np.stack(out)
+
+
+def _captured(model, clean, mats, ranks) -> dict[str, np.ndarray]:
+    """Where the two matrices keep what FF2 needs, ``[R, S]`` per rank: ``W2``, the
+    share of the ``tau`` direction of the unembedding (``tau`` minus the mean of the
+    other rows) that lies in the span of ``W2``'s top output directions; ``W1``, the
+    share of the mean FF2 input at the loss positions that lies in the span of
+    ``W1``'s top input directions (squared norms)."""
+    tau = clean.noise_token
+    head = model.head  # [S, V, d]
+    u = head[:, tau] - (head.sum(1) - head[:, tau]) / (head.shape[1] - 1)  # [S, d]
+    out = {}
+    with torch.no_grad():
+        _, _, vh = torch.linalg.svd(mats["W2"], full_matrices=False)  # [S, k, d]
+        share = (torch.einsum("skd,sd->sk", vh, u) ** 2).cumsum(-1) / (u**2).sum(-1)[
+            :, None
+        ]
+        out["W2"] = np.stack([_at(share, r) for r in ranks])
+        if "W1" in mats:
+            h = ff2_input(model, clean.x)
+            q = _query(clean)[..., None].to(h.dtype)
+            hm = (h * q).sum((1, 2)) / q.sum((1, 2)).clamp_min(1)  # [S, d]
+            u1, _, _ = torch.linalg.svd(mats["W1"], full_matrices=False)  # [S, d, k]
+            share1 = (torch.einsum("sdk,sd->sk", u1, hm) ** 2).cumsum(-1) / (hm**2).sum(
+                -1
+            )[:, None]
+            out["W1"] = np.stack([_at(share1, r) for r in ranks])
+    return out
+
+
+def _at(share: torch.Tensor, rank: int) -> np.ndarray:
+    """``share[:, rank - 1]`` per seed, 0 at rank 0."""
+    if rank == 0:
+        return np.zeros(share.shape[0])
+    return share[:, rank - 1].double().numpy()
+
+
+def load_weights(path, n_test: int = 128) -> tuple[Config, Transformer, nr.NoisyRecall]:
+    """A stored trained model (the weights file of a GPU run, ``data/gpu_runs``):
+    ``(config, model, clean)`` with ``clean`` a fresh clean test set of ``n_test``
+    sequences of its seeds (stream 1, as :func:`run` draws them)."""
+    _validate.integer("n_test", n_test, 8, 100_000)
+    stored = torch.load(path, weights_only=True)
+    fields = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in stored["config"].items()
+    }
+    config = Config(**fields)
+    model = Transformer(config.model_config(), n_seeds=config.n_seeds, seed=config.seed)
+    model.load_state_dict(stored["state"])
+    clean = nr.sample(config.seeds, n_test, config.seq_len, 0.0, 1, config.chain)
+    return config, model, clean
+
+
+def reset_frozen(model: Transformer, config: Config) -> None:
+    """Give the parts ``config.frozen`` names their initial weights (those a run with
+    them frozen keeps): the controls ``ff2_frozen`` and ``attention_frozen`` applied to
+    a stored, trained model."""
+    fresh = Transformer(config.model_config(), n_seeds=config.n_seeds, seed=config.seed)
+    parts = {
+        "ff2": lambda m: [m.blocks[1].ff],
+        "attention": lambda m: [b.attn for b in m.blocks],
+    }
+    with torch.no_grad():
+        for part in config.frozen:
+            for mine, init in zip(parts[part](model), parts[part](fresh), strict=True):
+                for p, q in zip(mine.parameters(), init.parameters(), strict=True):
+                    p.copy_(q)
 
 
 def _query(data: nr.NoisyRecall) -> torch.Tensor:

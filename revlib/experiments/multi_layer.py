@@ -187,7 +187,12 @@ class Result:
     ``[S]`` mean reciprocal rank of the held-out answer's first token among the distinct
     first tokens of every entity of its type (all A's when the answer is an A, all B's
     when it is a B), read after the relation token; ``chance_mrr``: ``[S]`` the same for
-    a uniform guess among those candidates.
+    a uniform guess among those candidates. ``summary``: what a stored record keeps of
+    the heat maps and cosines (too large to store whole), ``[S]`` each:
+    ``<readout>.<panel>.diag_gap`` and ``.diag_hit`` (:func:`diagonal_stats`),
+    ``offdiag_abs_mean`` and ``offdiag_abs_max`` of the learned embeddings'
+    cosines, and ``gaussian_abs_mean`` for as many i.i.d. Gaussian vectors of the same
+    width (:func:`gaussian_cosine`).
     """
 
     config: Config
@@ -197,6 +202,7 @@ class Result:
     embedding_cos: np.ndarray | None = None
     heldout_mrr: np.ndarray | None = None
     chance_mrr: np.ndarray | None = None
+    summary: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def log_vocab(self) -> float:
@@ -262,7 +268,25 @@ def run(config: Config) -> Result:
             result.embedding_cos = _cosine(
                 model.wte.detach()[torch.arange(S)[:, None], ids]
             ).numpy()
+        result.summary = summarise(result)
     return result
+
+
+def summarise(result: Result) -> dict[str, np.ndarray]:
+    """``Result.summary`` of a reversal run."""
+    out = {}
+    for readout, panels in result.heatmaps.items():
+        for panel, logits in panels.items():
+            gap, hit = diagonal_stats(logits)
+            out[f"{readout}.{panel}.diag_gap"], out[f"{readout}.{panel}.diag_hit"] = (
+                gap,
+                hit,
+            )
+    cfg, cos = result.config, result.embedding_cos
+    out["offdiag_abs_mean"], out["offdiag_abs_max"] = off_diagonal_abs(cos)
+    gauss = gaussian_cosine(cfg.n_seeds, cos.shape[-1], cfg.d_model, cfg.seed)
+    out["gaussian_abs_mean"] = off_diagonal_abs(gauss)[0]
+    return out
 
 
 def _heatmaps(model: Transformer, data: ReversalSequences) -> dict:
