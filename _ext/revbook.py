@@ -1,5 +1,10 @@
 """The book's own Sphinx pieces.
 
+- ``{nb}`key``` in a chapter page is the number its own notebook glued as ``key``
+  (``ledger.glue("key", ...)``): expanded, before the page is parsed, to myst-nb's
+  ``{glue:text}`../../notebooks/<part>/<name>.ipynb::<name>.key:s``` for the one
+  notebook listed under the page in ``_toc.yml``. A number glued by another chapter's
+  notebook keeps the long form.
 - ``{paper}`0.81``` marks a number as the paper's (quoted, not measured here): rendered
   as it is, with a tooltip; the prose-number test accepts it.
 - ``{claims-scorecard}`` (a directive) builds the page "Claims at a glance" from the
@@ -16,7 +21,32 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 from docutils import nodes
+from sphinx.errors import ExtensionError
+
+NB_ROLE = re.compile(r"\{nb\}`([A-Za-z0-9_]+)`")
+
+
+def expand_nb_role(app, docname, source):
+    """``{nb}`key``` -> the ``{glue:text}`` of the page's own notebook."""
+    if "{nb}`" not in source[0]:
+        return
+    import booktoc  # noqa: PLC0415  (on sys.path)
+
+    own = booktoc.sections().get(docname, [])
+    if len(own) != 1:
+        raise ExtensionError(
+            f"{docname}: {{nb}} needs exactly one notebook listed under the page in "
+            f"_toc.yml, found {own}"
+        )
+    rel = os.path.relpath(own[0], os.path.dirname(docname)) + ".ipynb"
+    stem = own[0].split("/")[-1]
+    source[0] = NB_ROLE.sub(
+        lambda m: f"{{glue:text}}`{rel}::{stem}.{m.group(1)}:s`", source[0]
+    )
 
 
 def paper_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -27,6 +57,7 @@ def paper_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 
 def setup(app):
     app.add_role("paper", paper_role)
+    app.connect("source-read", expand_nb_role)
     from scorecard import ClaimsScorecard, fill_scorecard  # noqa: PLC0415  (on sys.path)
 
     app.add_directive("claims-scorecard", ClaimsScorecard)

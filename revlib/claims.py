@@ -3,18 +3,15 @@ that break it.
 
 A notebook states each of its claims through one :class:`Ledger`::
 
-    ledger = claims.Ledger("reversal/bilinear", control=CONTROL,
-                           controls={"reverse_in_training": ("science",
-                                     "the held-out reverse facts are trained")},
-                           scale=f"m = {M}, n = {N_PAIRS}, d = {D}",
-                           paper_scale="unknown",
-                           size_knobs={"M": M, "N_PAIRS": N_PAIRS})
+    ledger = claims.Ledger.of(bilinear, CONTROL, scale=f"m = {M}, d = {D}",
+                              paper_scale="unknown", size_knobs={"M": M, "D": D})
+    cfg = ledger.config(bilinear.Config(m=M, d=D))   # the control's change applied
     fit = ledger.precondition("fit", "the training facts are fitted",
-                              train_loss / log_m, below=0.05, tol=0.01)
+                              train_loss / log_m, below=0.05, print_tol=0.01)
     ledger.check("reverse-at-log-m", "the held-out reverse loss stays at log m",
-                 reverse_loss / log_m, above=0.9, below=1.1, tol=0.02, kind="paper",
-                 source="Theorem 3", paper="stays near log m (no number)",
-                 controls=("reverse_in_training",), requires=("fit",))
+                 reverse_loss / log_m, above=0.9, below=1.1, print_tol=0.02,
+                 kind="paper", source="Theorem 3", paper="stays near log m (no number)",
+                 negative=True, broken_by=("reverse_in_training",), requires=("fit",))
     ledger.summary()
 
 Every claim says what it is (``kind``, :data:`KINDS`): ``"paper"``, a result the paper
@@ -22,23 +19,23 @@ states (``source`` names its theorem, figure or table; ``paper`` says what it st
 with ``paper_value`` and ``factor``, the paper's number in the units of ``values``);
 ``"derivation"``, the book's own theorem against its own measurement; ``"ours"``, a
 finding beyond the papers; ``"check"``, code or stored-run consistency. Facts true by
-construction go through :meth:`Ledger.identity` instead. Only a paper claim has a
-verdict about the paper, and it is computed (:func:`verdict_of`), never passed: *in
-size* when every seed is within the factor of the paper's number, *in direction* when
-the test holds but the paper gives no number or ours is outside the factor, *not
-reproduced* for a claim that states (``contradicts=True``) that the paper's statement
-fails at our scale.
+construction go through :meth:`Ledger.sanity` instead (kind ``identity``). Only a paper
+claim has a verdict about the paper, and it is computed (:func:`verdict_of`), never
+passed: *in size* when every seed is within the factor of the paper's number, *in
+direction* when the test holds but the paper gives no number or ours is outside the
+factor, *not reproduced* for a claim that states (``contradicts=True``) that the
+paper's statement fails at our scale.
 
 The test of a claim is a bound on every seed's value (``above``, ``below`` or both). Its
 *margin* is the smallest distance by which any seed clears a bound (negative when a seed
-does not): the claim holds when the margin is positive. The printed tolerance ``tol``
-(what nbval lets a re-run move, see :mod:`revlib.report`) must be smaller than the
-margin, so that a number nbval accepts cannot flip the verdict; the test suite checks
-this on every stored ledger.
+does not): the claim holds when the margin is positive. The printed tolerance
+``print_tol`` (what nbval lets a re-run move, see :mod:`revlib.report`) must be smaller
+than the margin, so that a number nbval accepts cannot flip the verdict; the test suite
+checks this on every stored ledger.
 
 Controls are cheap runs of the same notebook (its ``CONTROL`` parameter) in which the
 mechanism is removed or the answer is given. A claim names the controls under which its
-test must fail. Outcomes, per claim and run:
+test must fail (``broken_by``). Outcomes, per claim and run:
 
 - default run (``CONTROL = "none"``): the claim must hold;
 - under a control the claim names: the claim must fail (the control broke it);
@@ -484,8 +481,8 @@ class Ledger:
         kind: str,
         above: float | None = None,
         below: float | None = None,
-        tol: float,
-        controls: tuple[str, ...] = (),
+        print_tol: float,
+        broken_by: tuple[str, ...] = (),
         requires: tuple[str, ...] = (),
         source: str = "",
         paper: str = "",
@@ -504,10 +501,13 @@ class Ledger:
         could flip that verdict, and the test suite refuses it); ``contradicts=True``:
         the claim states that the paper's result fails at our scale (verdict *not
         reproduced*). Other kinds take no paper fields (``source`` may name the book's
-        own theorem for a derivation). ``controls``: the controls under which the test
-        must fail (at least one); ``requires``: ids of preconditions checked before.
+        own theorem for a derivation). ``print_tol``: the tolerance within which the
+        printed values reproduce on another machine or seed (nbval compares them within
+        it; it must stay below the margin). ``broken_by``: the controls under which the
+        test must fail (at least one); ``requires``: ids of preconditions checked
+        before.
         ``negative=True``: the claim states that something is *not* learnt or does not
-        happen ("the reverse stays at log m"); one of its ``controls`` must then be a
+        happen ("the reverse stays at log m"); one of ``broken_by`` must then be a
         science control in which the answer becomes learnable (the reverse facts
         trained, the probes given), so that the same test is seen to fail when
         learning happens. The outcome is in ``ledger.records[id]``; nothing is
@@ -515,8 +515,9 @@ class Ledger:
         if kind not in KINDS:
             raise ValueError(
                 f"kind must be one of {KINDS} (an identity goes through "
-                f"Ledger.identity), got {kind!r}"
+                f"Ledger.sanity), got {kind!r}"
             )
+        tol, controls = print_tol, broken_by
         if not controls:
             raise ValueError(
                 f"claim {id!r} names no control: "
@@ -555,7 +556,7 @@ class Ledger:
             if not learnable:
                 raise ValueError(
                     f"negative paper claim {id!r} names no science control "
-                    f"(controls={tuple(controls)!r}): a claim that something is not "
+                    f"(broken_by={tuple(controls)!r}): a claim that something is not "
                     "learnt needs a control in which the answer becomes learnable "
                     "and the same test fails"
                 )
@@ -599,7 +600,7 @@ class Ledger:
         *,
         above: float | None = None,
         below: float | None = None,
-        tol: float,
+        print_tol: float,
         unmet: str = "",
     ) -> bool:
         """A condition the claims after it need (the training facts are fitted).
@@ -608,14 +609,14 @@ class Ledger:
         e.g. "the model is not installed"); it never raises by itself (a stored output
         that said it held makes nbval catch the change)."""
         judged = self._judge(
-            "precondition", id, sentence, values, above, below, tol, (), ()
+            "precondition", id, sentence, values, above, below, print_tol, (), ()
         )
         judged.unmet = str(unmet)
         rec = self._record(judged, "precondition")
         rec.expected = "any"
         return rec.outcome == "holds"
 
-    def identity(
+    def sanity(
         self,
         id: str,
         sentence: str,
@@ -623,17 +624,20 @@ class Ledger:
         *,
         above: float | None = None,
         below: float | None = None,
-        tol: float,
+        print_tol: float,
         skip_under: tuple[str, ...] = (),
     ) -> bool:
-        """Something true by construction (a structural zero, a parameter count): shown
-        as an illustration and asserted as a sanity check of the code, never counted as
-        evidence. ``skip_under``: controls under which it is not true by construction
-        and is not stated (``("controls",)``: every control)."""
+        """A sanity check of the code: something true by construction (a structural
+        zero, a parameter count), recorded as kind ``identity``, shown as an
+        illustration and asserted, never counted as evidence. ``skip_under``: controls
+        under which it is not true by construction and is not stated
+        (``("controls",)``: every control)."""
         if self.skips(skip_under):
             return True
         rec = self._record(
-            self._judge("identity", id, sentence, values, above, below, tol, (), ()),
+            self._judge(
+                "identity", id, sentence, values, above, below, print_tol, (), ()
+            ),
             "identity",
         )
         rec.expected = "holds"
@@ -655,16 +659,29 @@ class Ledger:
             )
 
     def glue(
-        self, name: str, value, tol: float | None = None, digits: int | None = None
+        self,
+        name: str,
+        value,
+        print_tol: float | None = None,
+        digits: int | None = None,
     ) -> str:
-        """Glue a number for the chapter's prose (myst-nb ``{glue:text}``), rounded like
-        the printed lines: with ``tol``, to one decimal finer than it (nbval compares it
-        within ``tol``); without, to ``digits`` decimals (a number that must not move,
-        e.g. read from a stored run). Arrays are glued as "a–b" (min to max). Returns
-        the glued text."""
+        """Glue a number (or a short text) for the chapter's prose (the page writes
+        ``{nb}`name```, which the book expands to myst-nb's ``{glue:text}`` of its own
+        notebook), rounded like the printed lines: with ``print_tol``, to one decimal
+        finer than it (nbval compares it within ``print_tol``); without, to ``digits``
+        decimals (a number that must not move, e.g. read from a stored run). Arrays are
+        glued as "a–b" (min to max); a string is glued as it is. Returns the glued
+        text."""
+        tol = print_tol
+        if isinstance(value, str):
+            key = f"{self.notebook.split('/')[-1]}.{name}"
+            prefix = "application/papermill.record/"
+            meta = {"scrapbook": {"name": key, "mime_prefix": prefix}}
+            _display({prefix + "text/plain": repr(value)}, meta)
+            return value
         if tol is None and digits is None:
             raise ValueError(
-                "glue needs tol= (a measured number) or digits= (a fixed one)"
+                "glue needs print_tol= (a measured number) or digits= (a fixed one)"
             )
         if digits is None:
             digits = report._digits_for(float(tol) / 10)

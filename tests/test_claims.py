@@ -46,8 +46,8 @@ def test_a_claim_holds_fails_and_is_broken_by_its_control(monkeypatch):
             kind="ours",
             above=0.9,
             below=1.1,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
         )
         is None
     )  # a cell prints its line only
@@ -59,8 +59,8 @@ def test_a_claim_holds_fails_and_is_broken_by_its_control(monkeypatch):
             [0.5],
             kind="ours",
             above=0.9,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
         )
     ctl = _ledger("reverse_in_training")
     ctl.check(
@@ -69,8 +69,8 @@ def test_a_claim_holds_fails_and_is_broken_by_its_control(monkeypatch):
         [0.2],
         kind="ours",
         above=0.9,
-        tol=0.02,
-        controls=("reverse_in_training",),
+        print_tol=0.02,
+        broken_by=("reverse_in_training",),
     )
     assert not ctl.held("a")
     with pytest.raises(AssertionError, match="holds under control"):
@@ -80,8 +80,8 @@ def test_a_claim_holds_fails_and_is_broken_by_its_control(monkeypatch):
             [1.0],
             kind="ours",
             above=0.9,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
         )
 
 
@@ -93,8 +93,8 @@ def test_a_paper_claims_verdict_is_computed_from_ours_and_the_papers_number(
     kw = dict(
         kind="paper",
         above=0.05,
-        tol=0.01,
-        controls=("reverse_in_training",),
+        print_tol=0.01,
+        broken_by=("reverse_in_training",),
         source="Table 1",
         paper="about 0.72",
     )
@@ -136,8 +136,8 @@ def test_record_mode_never_raises_and_writes_the_ledger(monkeypatch, tmp_path):
         [1.0],
         kind="ours",
         above=0.9,
-        tol=0.02,
-        controls=("reverse_in_training",),
+        print_tol=0.02,
+        broken_by=("reverse_in_training",),
     )
     assert led.problems() == ["b: holds, expected to fail"]
     led.summary()
@@ -152,22 +152,27 @@ def test_record_mode_never_raises_and_writes_the_ledger(monkeypatch, tmp_path):
 def test_an_unmet_precondition_leaves_its_claims_untested(monkeypatch):
     monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
     led = _ledger()
-    assert not led.precondition("fit", "fitted", [0.4], below=0.05, tol=0.01)
+    assert not led.precondition("fit", "fitted", [0.4], below=0.05, print_tol=0.01)
     led.check(
         "a",
         "s",
         [0.0],
         kind="ours",
         above=0.9,
-        tol=0.02,
-        controls=("reverse_in_training",),
+        print_tol=0.02,
+        broken_by=("reverse_in_training",),
         requires=("fit",),
     )  # would fail, but is untested: no raise
     assert led.records["a"].outcome == "untested"
     assert led.records["a"].unmet == "fit did not hold: not fitted at this budget"
     # a precondition that is not about fitting gives its own reason (a missing model)
     assert not led.precondition(
-        "model", "loads", [0.0], above=0.5, tol=0.1, unmet="the model is not installed"
+        "model",
+        "loads",
+        [0.0],
+        above=0.5,
+        print_tol=0.1,
+        unmet="the model is not installed",
     )
     led.check(
         "b",
@@ -175,8 +180,8 @@ def test_an_unmet_precondition_leaves_its_claims_untested(monkeypatch):
         [float("nan")],
         kind="ours",
         above=0.9,
-        tol=0.02,
-        controls=("reverse_in_training",),
+        print_tol=0.02,
+        broken_by=("reverse_in_training",),
         requires=("model",),
     )
     assert led.records["b"].unmet == "model did not hold: the model is not installed"
@@ -187,8 +192,8 @@ def test_an_unmet_precondition_leaves_its_claims_untested(monkeypatch):
             [1.0],
             kind="ours",
             above=0.9,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
             requires=("nope",),
         )
 
@@ -196,9 +201,11 @@ def test_an_unmet_precondition_leaves_its_claims_untested(monkeypatch):
 def test_bad_claims_are_refused():
     led = _ledger()
     with pytest.raises(ValueError, match="names no control"):
-        led.check("a", "s", [1.0], kind="ours", above=0.9, tol=0.02)
+        led.check("a", "s", [1.0], kind="ours", above=0.9, print_tol=0.02)
     with pytest.raises(ValueError, match="names control 'x'"):
-        led.check("a", "s", [1.0], kind="ours", above=0.9, tol=0.02, controls=("x",))
+        led.check(
+            "a", "s", [1.0], kind="ours", above=0.9, print_tol=0.02, broken_by=("x",)
+        )
     with pytest.raises(ValueError, match="CONTROL must be"):
         _ledger("nope")
     with pytest.raises(ValueError, match="must be \\(kind"):
@@ -212,8 +219,8 @@ def test_bad_claims_are_refused():
             [1.0],
             kind="ours",
             above=0.9,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
         )
     with pytest.raises(TypeError, match="verdict"):
         led.check(
@@ -222,8 +229,8 @@ def test_bad_claims_are_refused():
             [1.0],
             kind="ours",
             above=0.9,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
             verdict="sort of",
         )
     with pytest.raises(ValueError, match="kind must be one of"):
@@ -233,8 +240,8 @@ def test_bad_claims_are_refused():
             [1.0],
             kind="claim",
             above=0.9,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
         )
     with pytest.raises(ValueError, match="source"):
         led.check(
@@ -243,8 +250,8 @@ def test_bad_claims_are_refused():
             [1.0],
             kind="paper",
             above=0.9,
-            tol=0.02,
-            controls=("reverse_in_training",),
+            print_tol=0.02,
+            broken_by=("reverse_in_training",),
             paper="it holds",
         )
     with pytest.raises(ValueError, match="factor needs"):
@@ -254,11 +261,11 @@ def test_bad_claims_are_refused():
             [1.0],
             kind="paper",
             above=0.9,
-            tol=0.02,
+            print_tol=0.02,
             source="Table 1",
             paper="0.7",
             factor=2,
-            controls=("reverse_in_training",),
+            broken_by=("reverse_in_training",),
         )
     with pytest.raises(ValueError, match="factor must be"):
         led.check(
@@ -267,12 +274,12 @@ def test_bad_claims_are_refused():
             [1.0],
             kind="paper",
             above=0.9,
-            tol=0.02,
+            print_tol=0.02,
             source="Table 1",
             paper="0.7",
             paper_value=0.7,
             factor=0.5,
-            controls=("reverse_in_training",),
+            broken_by=("reverse_in_training",),
         )
     with pytest.raises(ValueError, match="belong to kind='paper'"):
         led.check(
@@ -281,13 +288,13 @@ def test_bad_claims_are_refused():
             [1.0],
             kind="ours",
             above=0.9,
-            tol=0.02,
+            print_tol=0.02,
             paper="0.7",
-            controls=("reverse_in_training",),
+            broken_by=("reverse_in_training",),
         )
-    led.identity("i", "s", [1.0], above=0.5, tol=0.1)
+    led.sanity("i", "s", [1.0], above=0.5, print_tol=0.1)
     with pytest.raises(ValueError, match="used twice"):
-        led.identity("i", "s", [1.0], above=0.5, tol=0.1)
+        led.sanity("i", "s", [1.0], above=0.5, print_tol=0.1)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -367,7 +374,7 @@ def test_scorecard_rows_come_from_the_ledger(monkeypatch):
 
     monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
     led = _ledger()
-    led.precondition("fit", "fitted", [0.01, 0.02], below=0.05, tol=0.005)
+    led.precondition("fit", "fitted", [0.01, 0.02], below=0.05, print_tol=0.005)
     led.check(
         "rev",
         "the reverse stays at log m",
@@ -375,13 +382,15 @@ def test_scorecard_rows_come_from_the_ledger(monkeypatch):
         kind="paper",
         above=0.9,
         below=1.1,
-        tol=0.02,
+        print_tol=0.02,
         source="Theorem 3",
         paper="near log m (no number)",
-        controls=("reverse_in_training",),
+        broken_by=("reverse_in_training",),
         requires=("fit",),
     )
-    led.identity("zero", "a structural zero", [0.0], above=-1e-9, below=1e-9, tol=1e-10)
+    led.sanity(
+        "zero", "a structural zero", [0.0], above=-1e-9, below=1e-9, print_tol=1e-10
+    )
     rows = scorecard.rows_of(led.as_dict())
     assert [r["verdict"] for r in rows] == [
         "precondition met",
@@ -630,14 +639,16 @@ def test_a_record_skipped_under_a_control_is_not_stated(monkeypatch):
         ("reverse_in_training", True),
     ):
         led = claims.Ledger.of(bilinear, control, size_knobs=knobs)
-        led.identity("zero", "a zero", [0.0], below=1e-6, tol=1e-7,
+        led.sanity("zero", "a zero", [0.0], below=1e-6, print_tol=1e-7,
                      skip_under=("no_training",))  # fmt: skip
         assert ("zero" in led.records) == stated
     led = claims.Ledger.of(bilinear, "reverse_in_training", size_knobs=knobs)
-    led.identity("z", "a zero", [0.0], below=1e-6, tol=1e-7, skip_under=("controls",))
+    led.sanity(
+        "z", "a zero", [0.0], below=1e-6, print_tol=1e-7, skip_under=("controls",)
+    )
     assert "z" not in led.records
     with pytest.raises(ValueError, match="skip_under"):
-        led.identity("y", "a zero", [0.0], below=1e-6, tol=1e-7, skip_under=("x",))
+        led.sanity("y", "a zero", [0.0], below=1e-6, print_tol=1e-7, skip_under=("x",))
 
 
 def test_declared_controls_and_knobs_are_read_from_the_source():
@@ -688,7 +699,9 @@ def test_a_negative_paper_claim_needs_a_learnable_control():
             "swap_stored": ("plumbing", "stored files read swapped"),
         },
     )
-    about = dict(kind="paper", source="Theorem 3", paper="stays at log m", tol=0.01)
+    about = dict(
+        kind="paper", source="Theorem 3", paper="stays at log m", print_tol=0.01
+    )
     with pytest.raises(ValueError, match="negative paper claim 'rev'.*science"):
         led.check(
             "rev",
@@ -696,7 +709,7 @@ def test_a_negative_paper_claim_needs_a_learnable_control():
             [1.0],
             below=1.1,
             negative=True,
-            controls=("swap_stored",),
+            broken_by=("swap_stored",),
             **about,
         )
     led.check(
@@ -705,12 +718,12 @@ def test_a_negative_paper_claim_needs_a_learnable_control():
         [1.0],
         below=1.1,
         negative=True,
-        controls=("swap_stored", "reverse_in_training"),
+        broken_by=("swap_stored", "reverse_in_training"),
         **about,
     )
     assert led.records["rev"].negative and led.records["rev"].science
     # a positive claim may rest on plumbing alone (listed in check-claims until mended)
-    led.check("pos", "p", [1.0], above=0.5, controls=("swap_stored",), **about)
+    led.check("pos", "p", [1.0], above=0.5, broken_by=("swap_stored",), **about)
     assert not led.records["pos"].negative
 
 

@@ -45,7 +45,7 @@ def test_it_writes_the_three_files_of_a_chapter(chapter):
     ]
     page = (root / f"book/binding/{NAME}.md").read_text()
     assert f"```{{reproduced-box}} binding/{NAME}" in page
-    assert f"{NAME}.ipynb::{NAME}.slope" in page  # a glued number, not a typed one
+    assert "{nb}`slope`" in page  # a glued number of its own notebook, not typed
     ruff = Path(sys.executable).parent / "ruff"
     res = subprocess.run(
         [

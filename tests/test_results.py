@@ -75,8 +75,8 @@ def _ledger(values, **kw):
         values,
         kind="paper",
         above=0.0,
-        tol=0.01,
-        controls=("c",),
+        print_tol=0.01,
+        broken_by=("c",),
         source="Table 1",
         paper="about 0.7",
         **kw,
@@ -113,7 +113,9 @@ def test_a_rows_verdict_comes_from_its_claims(monkeypatch, values, kw, verdict):
 def test_a_row_naming_a_missing_or_non_paper_claim_is_refused(monkeypatch):
     monkeypatch.delenv("REVLIB_CLAIMS", raising=False)
     led = claims.Ledger("reversal/bilinear", controls={"c": ("science", "s")})
-    led.check("mine", "s", [1.0], kind="ours", above=0.0, tol=0.01, controls=("c",))
+    led.check(
+        "mine", "s", [1.0], kind="ours", above=0.0, print_tol=0.01, broken_by=("c",)
+    )
     row = {"result": "r", "source": "s", "paper": "p", "chapter": "reversal/bilinear"}
     with pytest.raises(ValueError, match="does not check"):
         reproduced.view(

@@ -84,6 +84,23 @@ def test_ruff_passes_on_the_notebooks():
 
 
 @needs_ruff
+def test_notebook_sources_are_formatted():
+    """Every notebook's ``.py`` source is kept as ``ruff format`` writes it (one
+    formatting for all fourteen, not some hand-aligned and some not)."""
+    sources = [str(p) for p in NOTEBOOK_SOURCES]
+    res = subprocess.run(
+        [RUFF, "format", "--check", "--no-cache", *sources],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, (
+        "notebook sources not formatted (`ruff format notebooks/*/*.py`, then "
+        "`jupytext --update --to ipynb` each):\n" + res.stdout[-4000:]
+    )
+
+
+@needs_ruff
 @pytest.mark.parametrize(
     "command",
     [["format", "--check"], ["check", "--output-format", "concise"]],

@@ -69,7 +69,8 @@ from revlib import claims
 from revlib.experiments import allocation as al
 
 ledger = claims.Ledger.of(
-    al, CONTROL,
+    al,
+    CONTROL,
     scale=f"d = {D}, T = {SEQ_LEN}, batch 32; live: 1 seed, {LIVE_STEPS} steps; "
     "stored: 2 seeds, 1,500 steps",
     paper_scale="toy: d = 256, T = 256, batch 512; "
@@ -100,8 +101,9 @@ print(
     f"recall excess without recall (1/2) log V: {no_recall:.3f} nats"
 )
 ledger.glue("no_recall", no_recall, digits=2)
-cfg = ledger.config(al.Config(d=D, seq_len=SEQ_LEN, seed=SEED, eval_points=6,
-                              steps=LIVE_STEPS))
+cfg = ledger.config(
+    al.Config(d=D, seq_len=SEQ_LEN, seed=SEED, eval_points=6, steps=LIVE_STEPS)
+)
 # untrained, the stored runs are read before their first step, like the live model
 AT = 0 if cfg.no_training else -1  # which stored evaluation is read
 WIDTHS = (0, 1, 2, 4)  # MLP widths (multiples of d): each read as another under a swap
@@ -124,13 +126,13 @@ for a, n, m in zip(live.config.allocations, live.n_params, live.mlp_params):
         f"{NAMES[a]:18s} trainable {n:6d} = {n / D**2:.0f} d^2, "
         f"of which MLP {m / D**2:4.0f} d^2"
     )
-_ = ledger.identity(
+_ = ledger.sanity(
     "budget-24d2",
     "every allocation holds 24 d^2 trainable weights (d^2 units)",
     live.n_params / D**2,
     above=23.5,
     below=24.5,
-    tol=0.1,
+    print_tol=0.1,
 )
 
 # %% [markdown]
@@ -148,16 +150,16 @@ print(f"after {live.histories[0].steps[-1]} steps: bigram excess (nats)")
 for a, h in zip(live.config.allocations, live.histories):
     print(f"{NAMES[a]:18s} {approx(h.final('bigram_excess')[0], TOL_BIGRAM)}")
 live_bigram = live.final("bigram_excess")[:, 0]
-ledger.glue("live_bigram", live_bigram, tol=TOL_BIGRAM)
+ledger.glue("live_bigram", live_bigram, print_tol=TOL_BIGRAM)
 ledger.check(
     "live-bigram-learnt",
     "after the live steps every allocation's bigram excess is below 0.15 nats "
     "(about 1 nat untrained)",
     live_bigram,
     below=0.15,
-    tol=TOL_BIGRAM,
+    print_tol=TOL_BIGRAM,
     kind="ours",
-    controls=("no_training",),
+    broken_by=("no_training",),
 )
 
 # %% [markdown]
@@ -206,12 +208,12 @@ ledger.check(
     "every seed (its excess minus the highest of the others, per seed)",
     big[-1] - big[:-1].max(axis=0),
     above=0.0,
-    tol=TOL_STORED,
+    print_tol=TOL_STORED,
     kind="paper",
     source="Appendix A",
     paper="at a fixed budget, fewer MLP weights give a higher loss on distributional "
     "predictions (rebuttal; no number)",
-    controls=("swap_groups",),
+    broken_by=("swap_groups",),
 )
 ledger.check(
     "budget-recall-learnt",
@@ -219,9 +221,9 @@ ledger.check(
     "(in units of (1/2) log V)",
     rec / no_recall,
     below=0.5,
-    tol=TOL_STORED,
+    print_tol=TOL_STORED,
     kind="ours",
-    controls=("no_training",),
+    broken_by=("no_training",),
 )
 
 # %% mystnb={"figure": {"caption": "Excess test losses over training at a fixed budget of 24 d^2 trainable weights (d = 64, T = 64, alpha = 0.5, batch 32, Adam lr 3e-3, loss on every token, no LayerNorm; 2 seeds, line: median, band: min-max). Left: background positions, over the chain's bigram. Right: recall positions, over the Bayes loss log 2 (dotted: (1/2) log V, the value without recall). The paper's appendix runs a study of this kind; its set-up and numbers are not known to us.", "name": "fig-allocation-curves"}, "tags": ["hide-input"]}
@@ -258,13 +260,13 @@ counted = [
     ex["n_params"][0] / ((4 + 2 * m) * L * d_stored**2)
     for ex, L, m in zip(fixed["extras"], fixed["n_layer"], fixed["ff_mult"])
 ]
-ledger.identity(
+ledger.sanity(
     "depth-counts",
     "each stored model holds (4 + 2m) L d^2 trainable weights (counted over formula)",
     counted,
     above=0.99,
     below=1.01,
-    tol=0.001,
+    print_tol=0.001,
 )
 print(
     f"stored runs: {len(fixed)}, git {sorted(set(fixed['git'].str[:10]))}, "
@@ -303,9 +305,9 @@ ledger.check(
     "seed (its excess minus the highest with an MLP)",
     np.concatenate(worst),
     above=0.0,
-    tol=TOL_STORED,
+    print_tol=TOL_STORED,
     kind="ours",
-    controls=("swap_groups",),
+    broken_by=("swap_groups",),
 )
 ledger.check(
     "depth-bigram-falls",
@@ -313,9 +315,9 @@ ledger.check(
     "(each step 0 -> d -> 2d -> 4d, drop in nats)",
     np.concatenate(falls),
     above=0.0,
-    tol=TOL_STORED,
+    print_tol=TOL_STORED,
     kind="ours",
-    controls=("swap_groups",),
+    broken_by=("swap_groups",),
 )
 # The same MLP weights at either depth (8 d^2: 2 layers of 2d or 4 of d; 16 d^2: 2 of 4d
 # or 4 of 2d): by how much the two depths' seed ranges overlap (negative: a gap between
@@ -334,9 +336,9 @@ ledger.check(
     "overlap (overlap in nats; a gap would be negative)",
     overlap,
     above=0.0,
-    tol=TOL_STORED,
+    print_tol=TOL_STORED,
     kind="ours",
-    controls=("swap_groups",),
+    broken_by=("swap_groups",),
 )
 # Recall: with an MLP every fixed-depth model learns it; the 2-layer model without an
 # MLP does not, within 1500 steps
@@ -350,9 +352,9 @@ ledger.check(
     "(1/2) log V (in units of (1/2) log V)",
     with_mlp / no_recall,
     below=0.5,
-    tol=TOL_STORED,
+    print_tol=TOL_STORED,
     kind="ours",
-    controls=("no_training",),
+    broken_by=("no_training",),
 )
 print(
     f"2 layers, no MLP: recall excess {exact(depth[2][0][1])} "
@@ -364,9 +366,9 @@ ledger.check(
     "0.7 of (1/2) log V (in units of (1/2) log V)",
     depth[2][0][1] / no_recall,
     above=0.7,
-    tol=TOL_STORED,
+    print_tol=TOL_STORED,
     kind="ours",
-    controls=("swap_groups",),
+    broken_by=("swap_groups",),
 )
 # The 2-layer, 4d-wide allocation is in both stored sweeps (seeds 0 and 1, 1500 steps):
 # two files written by two programs, at two commits, hold the same numbers.
@@ -384,9 +386,9 @@ ledger.check(
     "(largest difference, nats)",
     diff,
     below=0.001,
-    tol=0.0002,
+    print_tol=0.0002,
     kind="check",
-    controls=("swap_groups",),
+    broken_by=("swap_groups",),
 )
 
 # %% [markdown]
@@ -411,7 +413,7 @@ if LIVE_STEPS in f_steps and (D, SEQ_LEN) == (d_stored, int(fixed["seq_len"].ilo
         f"{approx(got, TOL_BIGRAM)}, stored seeds {exact(ref)}; stored recall excess "
         f"{exact(ref_r)}"
     )
-    ledger.glue("live_24_bigram", got, tol=TOL_BIGRAM)
+    ledger.glue("live_24_bigram", got, print_tol=TOL_BIGRAM)
     ledger.glue("stored_24_bigram_at_live", ref, digits=3)
     ledger.glue("stored_24_recall_at_live", ref_r, digits=3)
     ledger.check(
@@ -420,9 +422,9 @@ if LIVE_STEPS in f_steps and (D, SEQ_LEN) == (d_stored, int(fixed["seq_len"].ilo
         f"median bigram excess at step {LIVE_STEPS} (distance, nats)",
         abs(got - np.median(ref)),
         below=0.025,
-        tol=0.015,
+        print_tol=0.015,
         kind="check",
-        controls=("no_training", "swap_groups"),
+        broken_by=("no_training", "swap_groups"),
     )
 else:
     print(

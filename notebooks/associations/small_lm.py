@@ -46,13 +46,13 @@ if "google.colab" in sys.modules:
     os.chdir(os.path.join(CLONE, "notebooks/associations"))
 
 # %% tags=["parameters"]
-SEED = 0          # base seed; seeds SEED, SEED+1, ... train side by side
-N_SEEDS = 2       # seeds trained at once
-STEPS = 1000      # AdamW steps (batch 32, learning rate 3e-3)
-N_LAYER = 2       # layers (2 heads each, width 64, MLP 4 x 64)
-P_IOI = 0.8       # probability that a sentence is an IOI sentence
-ALPHA = 0.25      # probability that an IOI sentence ends "to the NOUN" (generic)
-STORED_DIR = "../../data/sweeps/small_lm"   # 4000-step runs of the same model (3 seeds)
+SEED = 0  # base seed; seeds SEED, SEED+1, ... train side by side
+N_SEEDS = 2  # seeds trained at once
+STEPS = 1000  # AdamW steps (batch 32, learning rate 3e-3)
+N_LAYER = 2  # layers (2 heads each, width 64, MLP 4 x 64)
+P_IOI = 0.8  # probability that a sentence is an IOI sentence
+ALPHA = 0.25  # probability that an IOI sentence ends "to the NOUN" (generic)
+STORED_DIR = "../../data/sweeps/small_lm"  # 4000-step runs of the same model (3 seeds)
 CONTROL = "none"  # a control run, one of the ledger's controls (scripts/check-claims)
 
 # %%
@@ -62,11 +62,13 @@ repro.setup(SEED)
 from revlib.experiments import small_lm as sl
 
 ledger = claims.Ledger.of(
-    sl, CONTROL,
+    sl,
+    CONTROL,
     scale=f"{N_LAYER} layers, d = 64, {STEPS} steps x batch 32, {N_SEEDS} seeds live; "
-          "stored: 2 layers, 4,000 steps, 3 seeds",
+    "stored: 2 layers, 4,000 steps, 3 seeds",
     paper_scale="Pythia checkpoints (up to billions of parameters; sizes unknown)",
-    size_knobs={"STEPS": STEPS, "N_LAYER": N_LAYER})
+    size_knobs={"STEPS": STEPS, "N_LAYER": N_LAYER},
+)
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -76,13 +78,25 @@ from revlib.data import small_corpus as sc
 from revlib.report import approx, exact
 
 plot.set_theme()
-cfg = ledger.config(sl.Config(n_layer=N_LAYER, p_ioi=P_IOI, alpha=ALPHA, seed=SEED,
-                              n_seeds=N_SEEDS, steps=STEPS, lr=3e-3))
-example = sc.sample([SEED], n=1, seq_len=cfg.seq_len, p_ioi=P_IOI, alpha=ALPHA,
-                    stream=1)
+cfg = ledger.config(
+    sl.Config(
+        n_layer=N_LAYER,
+        p_ioi=P_IOI,
+        alpha=ALPHA,
+        seed=SEED,
+        n_seeds=N_SEEDS,
+        steps=STEPS,
+        lr=3e-3,
+    )
+)
+example = sc.sample(
+    [SEED], n=1, seq_len=cfg.seq_len, p_ioi=P_IOI, alpha=ALPHA, stream=1
+)
 print(sc.decode(example.x[0, 0]))
-print(f"vocabulary {sc.VOCAB_SIZE} tokens ({len(sc.NAMES)} names), "
-      f"sequences of {cfg.seq_len}")
+print(
+    f"vocabulary {sc.VOCAB_SIZE} tokens ({len(sc.NAMES)} names), "
+    f"sequences of {cfg.seq_len}"
+)
 
 
 def names(rec):
@@ -118,29 +132,41 @@ early = h.steps <= STEPS // 4
 the_early = h["p_the"][early].max(axis=0)
 late_the = h["p_the"][~early]
 gap = h_io[-1] - h_s[-1]
-print(f"largest p(the) in the first quarter (steps <= {STEPS // 4}), per seed: "
-      f"{approx(the_early, 0.2)}")
-print(f"largest |p(IO) - p(S)| there: "
-      f"{approx(np.abs(h_io - h_s)[early].max(axis=0), TOL_P)}; final p(IO) - p(S): "
-      f"{approx(gap, 0.5)} (on a knife edge at this scale, see below)")
+print(
+    f"largest p(the) in the first quarter (steps <= {STEPS // 4}), per seed: "
+    f"{approx(the_early, 0.2)}"
+)
+print(
+    f"largest |p(IO) - p(S)| there: "
+    f"{approx(np.abs(h_io - h_s)[early].max(axis=0), TOL_P)}; final p(IO) - p(S): "
+    f"{approx(gap, 0.5)} (on a knife edge at this scale, see below)"
+)
 loss_half = np.median(h["loss"][h.steps >= STEPS // 2], axis=0)
-print(f"test loss (all tokens): {approx(h['loss'][0], TOL_LOSS)} at initialisation, "
-      f"median {approx(loss_half, TOL_LOSS_HALF)} over steps {STEPS // 2}-{STEPS}")
-ledger.glue("the_early", the_early, tol=0.2)
-ledger.glue("loss_init", h["loss"][0].mean(), tol=TOL_LOSS)
-_ = ledger.glue("loss_half", loss_half, tol=TOL_LOSS_HALF)
+print(
+    f"test loss (all tokens): {approx(h['loss'][0], TOL_LOSS)} at initialisation, "
+    f"median {approx(loss_half, TOL_LOSS_HALF)} over steps {STEPS // 2}-{STEPS}"
+)
+ledger.glue("the_early", the_early, print_tol=0.2)
+ledger.glue("loss_init", h["loss"][0].mean(), print_tol=TOL_LOSS)
+_ = ledger.glue("loss_half", loss_half, print_tol=TOL_LOSS_HALF)
 
 # %% tags=["hide-input"]
 # the generic continuation is learnt within the first quarter of training (median
 # seed: one seed's largest early p(the) moved by 0.16 over 5 fresh seeds, more than its
 # margin)
-ledger.check("the-first-quarter",
-             "p(the) at the IOI answer exceeds 0.1 (3.5 x uniform) within the "
-             "first quarter of training (median seed)", np.median(the_early),
-             above=0.1, tol=0.15, kind="paper", source="Figure 5",
-             paper="' the' is learnt early, before the answer, along Pythia "
-                   "checkpoints (no number)",
-             controls=("no_training",))
+ledger.check(
+    "the-first-quarter",
+    "p(the) at the IOI answer exceeds 0.1 (3.5 x uniform) within the "
+    "first quarter of training (median seed)",
+    np.median(the_early),
+    above=0.1,
+    print_tol=0.15,
+    kind="paper",
+    source="Figure 5",
+    paper="' the' is learnt early, before the answer, along Pythia "
+    "checkpoints (no number)",
+    broken_by=("no_training",),
+)
 
 # %% [markdown]
 # The generic token comes first. Whether the in-context answer follows within 1000 steps is
@@ -190,8 +216,8 @@ print(
     f"(uniform: {uniform:.3f}); over the uniform level "
     f"{approx(no_ff / uniform, TOL_NO_FF_X)}"
 )
-ledger.glue("no_ff", no_ff, tol=TOL_NO_FF)
-_ = ledger.glue("no_ff_x", no_ff / uniform, tol=TOL_NO_FF_X)
+ledger.glue("no_ff", no_ff, print_tol=TOL_NO_FF)
+_ = ledger.glue("no_ff_x", no_ff / uniform, print_tol=TOL_NO_FF_X)
 
 # %% mystnb={"figure": {"caption": "The trained models with the last layer's MLP input matrix truncated to a rank (rank 0 removes that MLP), at the IOI answer position of clean test data (2 layers, d = 64, 2 seeds, line: median, band: min-max). No rank moves probability to the IO name, because the model has not learned it. The paper truncates late MLP layers of Pythia, GPT-2 small and Llama-3-8B; its ranks and values are not known to us.", "name": "fig-smalllm-truncation"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -199,8 +225,12 @@ x = np.array(res.ranks) + 0.5
 plot.seed_band(ax, x, res.sweep["p_the"], label="p(the)", marker="o")
 plot.seed_band(ax, x, s_io, label="p(IO name)", marker="s")
 plot.seed_band(ax, x, s_s, label="p(S name)", marker="^", ls="--")
-ax.set(xscale="log", xlabel="rank kept + 0.5", ylabel="probability at the answer",
-       ylim=(0, 1))
+ax.set(
+    xscale="log",
+    xlabel="rank kept + 0.5",
+    ylabel="probability at the answer",
+    ylim=(0, 1),
+)
 ax.legend(fontsize="small")
 plot.savefig(fig, "fig-smalllm-truncation")
 plt.show()
@@ -216,27 +246,34 @@ plt.show()
 # %%
 slm = records.load(STORED_DIR, curves=True).sort_values("seed")
 s_steps = slm["curve.steps"].iloc[0]
-curves = {k: np.stack(slm[f"curve.{k}"])                     # [seeds, E]
-          for k in ("p_the", "p_io", "p_s", "loss")}
+curves = {
+    k: np.stack(slm[f"curve.{k}"])  # [seeds, E]
+    for k in ("p_the", "p_io", "p_s", "loss")
+}
 c_io, c_s = names(curves)
 st_io, st_s = names({k: np.asarray(slm[k]) for k in ("p_io", "p_s")})
 
 # %% tags=["hide-input"]
-print(f"stored runs: {len(slm)}, git {sorted(set(slm['git'].str[:10]))}, "
-      f"{slm['cpu_seconds'].sum():.0f} CPU seconds; steps {sorted(set(slm['steps']))}, "
-      f"p_ioi {sorted(set(slm['p_ioi']))}, alpha {sorted(set(slm['alpha']))}")
+print(
+    f"stored runs: {len(slm)}, git {sorted(set(slm['git'].str[:10]))}, "
+    f"{slm['cpu_seconds'].sum():.0f} CPU seconds; steps {sorted(set(slm['steps']))}, "
+    f"p_ioi {sorted(set(slm['p_ioi']))}, alpha {sorted(set(slm['alpha']))}"
+)
 
 
 def first_step(above):
     """The first evaluation step at which ``above`` holds, per seed (nan: never)."""
-    return np.array([float(s_steps[row.argmax()]) if row.any() else np.nan
-                     for row in above])
+    return np.array(
+        [float(s_steps[row.argmax()]) if row.any() else np.nan for row in above]
+    )
 
 
 step_the = first_step(curves["p_the"] > 0.1)
 step_io = first_step(c_io - c_s > 0.2)
-print(f"seeds {list(slm.seed)}: 'the' learnt at steps {exact(step_the, 0)}; IO picked "
-      f"out at steps {exact(step_io, 0)}")
+print(
+    f"seeds {list(slm.seed)}: 'the' learnt at steps {exact(step_the, 0)}; IO picked "
+    f"out at steps {exact(step_io, 0)}"
+)
 print(f"final p(the) {exact(slm['p_the'])}, p(IO) {exact(st_io)}, p(S) {exact(st_s)}")
 for key, v in (("stored_step_the", step_the), ("stored_step_io", step_io)):
     for i, x in enumerate(v):
@@ -247,18 +284,28 @@ for key, v in (("stored_the", slm["p_the"]), ("stored_io", st_io), ("stored_s", 
 
 # %% tags=["hide-input"]
 # stored numbers do not move between runs: a tolerance of one printed unit
-ledger.check("io-picked-out-stored",
-             "given 4,000 steps every stored seed picks out the IO: final p(IO) - p(S) "
-             "> 0.2", st_io - st_s, above=0.2, tol=0.001, kind="ours",
-             controls=("swap_io_s",))
-ledger.check("the-before-io-stored",
-             "on every stored seed the IO is picked out only after 'the' is "
-             "learnt: (first step of p(IO) - p(S) > 0.2) - (first step of "
-             "p(the) > 0.1) > 0", step_io - step_the, above=0.0, tol=1.0,
-             kind="paper", source="Figure 5",
-             paper="' the' first, then the answer, along Pythia checkpoints "
-                   "(no number)",
-             controls=("swap_io_s",))
+ledger.check(
+    "io-picked-out-stored",
+    "given 4,000 steps every stored seed picks out the IO: final p(IO) - p(S) > 0.2",
+    st_io - st_s,
+    above=0.2,
+    print_tol=0.001,
+    kind="ours",
+    broken_by=("swap_io_s",),
+)
+ledger.check(
+    "the-before-io-stored",
+    "on every stored seed the IO is picked out only after 'the' is "
+    "learnt: (first step of p(IO) - p(S) > 0.2) - (first step of "
+    "p(the) > 0.1) > 0",
+    step_io - step_the,
+    above=0.0,
+    print_tol=1.0,
+    kind="paper",
+    source="Figure 5",
+    paper="' the' first, then the answer, along Pythia checkpoints (no number)",
+    broken_by=("swap_io_s",),
+)
 
 # %% mystnb={"figure": {"caption": "The same model trained four times longer (4,000 steps, 3 seeds, line: median, band: min-max; stored runs): probabilities at the IOI answer position of clean test sequences. The generic 'the' is learned by the first evaluation (step 250); the IO name separates from the subject S only later, between steps 1,500 and 2,750 depending on the seed. The paper follows Pythia checkpoints; its values are not known to us.", "name": "fig-smalllm-stored"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -298,8 +345,10 @@ for i, r in enumerate(ranks):
     if r < max(ranks):
         rank_gain.append(io - full["p_io"])
 rank_gain = np.array(rank_gain)  # [ranks below full, seeds]
-print(f"largest rise of p(IO) over the truncation ranks, per seed: "
-      f"{exact(rank_gain.max(axis=0))}")
+print(
+    f"largest rise of p(IO) over the truncation ranks, per seed: "
+    f"{exact(rank_gain.max(axis=0))}"
+)
 for i in range(len(ex)):
     ledger.glue(f"cut_io_{i}", cut["p_io"][i], digits=3)
     ledger.glue(f"cut_the_{i}", cut["p_the"][i], digits=3)
@@ -307,14 +356,20 @@ _ = ledger.glue("rank_gain_max", rank_gain.max(), digits=3)
 
 # %% tags=["hide-input"]
 # not the paper's LASER effect: the last FF helps the answer, removing it lowers p(IO)
-ledger.check("last-ff-helps-io-stored",
-             "removing the last layer's FF lowers p(IO) by more than 0.03 on every "
-             "stored seed (the paper: late-MLP truncation raises the answer)",
-             full["p_io"] - cut["p_io"], above=0.03, tol=0.001, kind="paper",
-             source="Section 4",
-             paper="truncating late MLPs moves probability from ' the' to the answer "
-                   "(pretrained LMs; no number)",
-             contradicts=True, controls=("swap_io_s",))
+ledger.check(
+    "last-ff-helps-io-stored",
+    "removing the last layer's FF lowers p(IO) by more than 0.03 on every "
+    "stored seed (the paper: late-MLP truncation raises the answer)",
+    full["p_io"] - cut["p_io"],
+    above=0.03,
+    print_tol=0.001,
+    kind="paper",
+    source="Section 4",
+    paper="truncating late MLPs moves probability from ' the' to the answer "
+    "(pretrained LMs; no number)",
+    contradicts=True,
+    broken_by=("swap_io_s",),
+)
 
 # %% [markdown]
 # The stored runs are checked against the live run of §1: both train the same model on data of
@@ -329,19 +384,34 @@ half = (s_steps >= STEPS // 2) & (s_steps <= STEPS)
 live_half = loss_half
 ref = np.median(curves["loss"][:, half], axis=1) if half.any() else np.full(1, np.nan)
 same = ledger.precondition(
-    "stored-model", "the live run trains the stored runs' model (layers, p_ioi, alpha) "
+    "stored-model",
+    "the live run trains the stored runs' model (layers, p_ioi, alpha) "
     "and has stored evaluations in its second half",
-    float(half.any() and N_LAYER == L_s and P_IOI == float(slm["p_ioi"].iloc[0])
-          and ALPHA == float(slm["alpha"].iloc[0])), above=0.5, tol=0.1)
-print(f"median test loss, steps {STEPS // 2}-{STEPS}: live "
-      f"{approx(live_half, TOL_LOSS_HALF)}, stored seeds {exact(ref)}")
-ledger.check("live-loss-matches-stored",
-             "the live run's median test loss over its second half lies within the "
-             "stored seeds' range widened by 0.1 nats (distance, nats; median live "
-             "seed)",
-             np.median(np.abs(live_half - np.median(ref)) - np.ptp(ref)), below=0.1,
-             tol=0.08,
-             kind="check", controls=("no_training",), requires=("stored-model",))
+    float(
+        half.any()
+        and N_LAYER == L_s
+        and P_IOI == float(slm["p_ioi"].iloc[0])
+        and ALPHA == float(slm["alpha"].iloc[0])
+    ),
+    above=0.5,
+    print_tol=0.1,
+)
+print(
+    f"median test loss, steps {STEPS // 2}-{STEPS}: live "
+    f"{approx(live_half, TOL_LOSS_HALF)}, stored seeds {exact(ref)}"
+)
+ledger.check(
+    "live-loss-matches-stored",
+    "the live run's median test loss over its second half lies within the "
+    "stored seeds' range widened by 0.1 nats (distance, nats; median live "
+    "seed)",
+    np.median(np.abs(live_half - np.median(ref)) - np.ptp(ref)),
+    below=0.1,
+    print_tol=0.08,
+    kind="check",
+    broken_by=("no_training",),
+    requires=("stored-model",),
+)
 
 # %% [markdown]
 # ## Summary

@@ -356,6 +356,35 @@ def _heldout_mrr(
     return np.array(mrr), np.array(chance)
 
 
+def heldout_panel(config: Config) -> str:
+    """The heat-map panel a stored run's held-out claims read: ``val_unseen``, the
+    held-out direction. Under the control ``reverse_in_training`` a stored run cannot be
+    trained again with that direction given, so the claims read the direction of the
+    same pairs that was trained (``val_seen``), where the same test must see
+    learning."""
+    return "val_seen" if config.reverse_in_training else "val_unseen"
+
+
+def orthogonality_ratio(summary: dict, config: Config) -> np.ndarray:
+    """Mean off-diagonal ``|cos|`` of the entity embeddings over that of as many
+    Gaussian vectors, per seed ``[S]``: from a stored run's ``summary``; under the
+    control ``no_training``, of the same configuration's model at its initial weights
+    (built here; the stored run cannot be read untrained)."""
+    if not config.no_training:
+        return np.asarray(summary["offdiag_abs_mean"]) / np.asarray(
+            summary["gaussian_abs_mean"]
+        )
+    data = reversal_sequences(
+        config.vocab, config.word_size, config.seeds, config.split_ratio, False
+    )
+    model = Transformer(config.model_config(), n_seeds=config.n_seeds, seed=config.seed)
+    ids = torch.cat([data.a.flatten(1), data.b.flatten(1)], dim=1)
+    with torch.no_grad():
+        cos = _cosine(model.wte[torch.arange(config.n_seeds)[:, None], ids]).numpy()
+    gauss = gaussian_cosine(config.n_seeds, cos.shape[-1], config.d_model, config.seed)
+    return off_diagonal_abs(cos)[0] / off_diagonal_abs(gauss)[0]
+
+
 def _cosine(vectors: torch.Tensor) -> torch.Tensor:
     """``[..., K, d] -> [..., K, K]`` cosine similarities."""
     unit = vectors / vectors.norm(dim=-1, keepdim=True)
