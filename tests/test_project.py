@@ -172,3 +172,19 @@ def test_figure_references_resolve_to_notebook_figures():
     for page in (ROOT / "book").rglob("*.md"):
         for ref in re.findall(r"\{numref\}`(fig-[a-z0-9-]+)`", page.read_text()):
             assert ref in names, f"{page.name} cites {ref}, which no notebook draws"
+
+
+def test_a_chapter_page_and_its_notebook_share_a_name():
+    """book/<part>/<name>.md is the page of notebooks/<part>/<name> (issue 23: a page
+    named apart from its notebook was found only by reading _toc.yml)."""
+    import booktoc
+
+    pairs = {
+        doc: nbs for doc, nbs in booktoc.sections().items() if doc.startswith("book/")
+    }
+    apart = {
+        doc: nbs
+        for doc, nbs in pairs.items()
+        if nbs and nbs != [doc.replace("book/", "notebooks/", 1)]
+    }
+    assert pairs and not apart, f"page and notebook named apart: {apart}"

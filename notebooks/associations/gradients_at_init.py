@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Notebook: the gradients at initialisation
 #
-# The executable side of {doc}`../../book/associations/noisy_recall`. On real batches of the
+# The executable side of {doc}`../../book/associations/gradients_at_init`. On real batches of the
 # noisy in-context recall task of {cite}`chen2025distributional` we compute the gradients of
 # the simplified predictor $\xi=W_F e_q+W_V h_t$ at $W_F=W_V=0$ and check the chapter's
 # version of Theorem 1: the feed-forward gradient writes the association $q\to\tau$ with a
