@@ -647,6 +647,78 @@ class Ledger:
             )
         return rec.outcome == "holds"
 
+    def recheck(
+        self,
+        id: str,
+        experiment,
+        rows,
+        *,
+        metrics: tuple[str, ...],
+        steps: int,
+        seed: int,
+        against: str = "seed",
+        below: float,
+        print_tol: float,
+        skip_under: tuple[str, ...] = (),
+        what: str = "the stored run",
+    ) -> dict[str, tuple[float, float]]:
+        """The one live re-check of a stored run: train the first ``steps`` steps of
+        the stored configuration ``rows`` (the rows of one configuration in a
+        :func:`revlib.records.load` frame with ``curves=True``) again, live, for
+        ``seed`` (the stored seed 0 where ``seed`` is not stored), and state a claim of
+        kind ``check``, broken by ``no_training``: for each of ``metrics`` at step
+        ``steps``, the distance between the live value and the stored one beyond the
+        stored spread (0 inside it) is below ``below``. ``against="seed"`` compares
+        with that seed's stored curve (spread 0); ``"median"`` with the stored seeds'
+        median, the spread their range (where another machine's kernels move a seed
+        as a fresh seed would). The control in force is applied to the re-run's
+        Config (:meth:`config`); under a control in ``skip_under`` (one that does not
+        break the claim and would only cost time) nothing runs. Returns ``{metric:
+        (live, stored)}`` for the prose to glue (empty when skipped)."""
+        from revlib import records  # noqa: PLC0415  (records imports nothing of this)
+
+        if against not in ("seed", "median"):
+            raise ValueError(f"against must be 'seed' or 'median', got {against!r}")
+        if self.skips(skip_under):
+            print(
+                f"live re-run skipped under control {self.control} (its claim names "
+                "no_training)"
+            )
+            return {}
+        stored = {int(s) for s in rows["seed"]}
+        use = seed if seed in stored else min(stored)
+        row = rows[rows["seed"] == use].iloc[0]
+        cfg = self.config(
+            records.config_of(row, steps=steps, eval_points=2, seed=use, n_seeds=1)
+        )
+        live = experiment.run(cfg)
+        out, excess = {}, []
+        ref_seed = use if against == "seed" else -1
+        for name, got, ref, allowed in records.live_against_stored(
+            rows, live, metrics, steps, ref_seed, 0.0
+        ):
+            print(
+                f"step {steps}, {name}: live {report.approx(got, print_tol)}, stored "
+                + (f"{ref:.3f}" if against == "seed" else f"median {ref:.3f}")
+                + ("" if against == "seed" else f", range {allowed:.3f}")
+            )
+            out[name] = (got, ref)
+            excess.append(max(0.0, abs(got - ref) - allowed))
+        self.check(
+            id,
+            f"re-trained live, {what} (seed {use}) agrees with "
+            + ("its stored curve" if against == "seed" else "the stored seeds")
+            + f" at step {steps} within {below:g} "
+            + ("" if against == "seed" else "beyond their range ")
+            + f"({', '.join(metrics)})",
+            excess,
+            below=below,
+            print_tol=print_tol,
+            kind="check",
+            broken_by=("no_training",),
+        )
+        return out
+
     def _enforce(self, rec: Record) -> None:
         if self.mode != "assert" or rec.outcome == "untested" or rec.expected == "any":
             return

@@ -52,7 +52,6 @@ WITHOUT_SCIENCE_CONTROL = {
     "reversal/chain_of_thought": {"reparam-two-step", "one-hop-diagonals"},
     "reversal/multi_layer": {
         "seen-diagonals",
-        "embeddings-less-orthogonal",
         "in-context-learnt",
     },
     "binding/surface_names": {"one-token-mrr", "one-token-acc"},

@@ -1,11 +1,9 @@
-"""Convert the three stored files of the pre-record formats into records
-(revlib.records).
+"""Convert the stored files of the pre-record formats into records (revlib.records).
 
-One-off (issue 17): ``data/binding_jepa_sweep.json`` (rows of the JEPA chapter's sweep),
-``data/allocation_sweep.json`` (the allocation sweep) and ``data/lm_laser_sweep.json``
-(the LASER sweep of the pretrained LM) are rewritten in place, every number copied as it
-is (curves ``[E, S]`` are transposed to the records' ``[S][E]``, nothing is recomputed
-or rounded). Provenance the old files did not keep (revlib version, CPU kernel level) is
+One-off (issue 17): ``data/allocation_sweep.json`` (the allocation sweep) and
+``data/lm_laser_sweep.json`` (the LASER sweep of the pretrained LM) are rewritten in
+place, every number copied as it is (curves ``[E, S]`` are transposed to the records'
+``[S][E]``, nothing is recomputed or rounded). Provenance the old files did not keep (revlib version, CPU kernel level) is
 ``null``; each record says ``"converted": "scripts/convert-records"``. A file already in
 the record format is left alone. ``tests/test_records.py`` checks the numbers against
 the originals. Run: ``scripts/convert-records`` (from the repository root).
@@ -21,7 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 FILES = {
-    "data/binding_jepa_sweep.json": "jepa",
     "data/allocation_sweep.json": "allocation",
     "data/lm_laser_sweep.json": "pretrained_lm",
 }
@@ -67,44 +64,6 @@ def _record(
 
 def _transpose(rows: list[list]) -> list[list]:
     return [list(col) for col in zip(*rows)]
-
-
-def convert_jepa(rows: list[dict]) -> list[dict]:
-    """One record per row; a row's metric ``[S][E]`` is already the records' layout."""
-    out = []
-    fixed = {
-        "sweep",
-        "variant",
-        "config",
-        "seeds",
-        "git",
-        "run_time_s",
-        "cpu_time_s",
-        "steps_recorded",
-    }
-    for r in rows:
-        curves = {k: v for k, v in r.items() if k not in fixed}
-        out.append(
-            _record(
-                "jepa",
-                r["config"],
-                r["seeds"],
-                metrics={k: [s[-1] for s in v] for k, v in curves.items()},
-                histories={
-                    "history": {
-                        "steps": r["steps_recorded"],
-                        "lr": r["config"]["lr"],
-                        "curves": curves,
-                    }
-                },
-                git=r["git"],
-                seconds=r["run_time_s"],
-                cpu_seconds=r["cpu_time_s"],
-                sweep=r["sweep"],
-                variant=r["variant"],
-            )
-        )
-    return out
 
 
 def convert_allocation(raw: dict) -> dict:
@@ -158,7 +117,6 @@ def convert_laser(raw: dict) -> dict:
 
 
 CONVERT = {
-    "jepa": convert_jepa,
     "allocation": convert_allocation,
     "pretrained_lm": convert_laser,
 }

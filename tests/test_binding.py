@@ -294,38 +294,6 @@ def test_jepa_config_errors():
             jepa.Config(**{field: value})
 
 
-def test_sweep_trains_shared_configs_once_and_writes_atomically(tmp_path, monkeypatch):
-    from revlib.experiments import jepa
-
-    monkeypatch.setattr(jepa, "SWEEP", {"a": [{}], "b": [{}, dict(d_model=16)]})
-    calls = []
-    real_run = jepa.run
-    monkeypatch.setattr(jepa, "run", lambda cfg: calls.append(cfg) or real_run(cfg))
-    base = jepa.Config(
-        n_a=40,
-        n_b=20,
-        n_rel=1,
-        multiplicity=5,
-        batch_size=16,
-        steps=2,
-        n_seeds=2,
-        n_eval=10,
-        eval_points=2,
-        d_model=32,
-    )
-    out = tmp_path / "sweep.json"
-    rows = jepa.sweep(base, out=str(out))
-    assert len(rows) == 3 and len(calls) == 2
-    assert (
-        rows[0]["test_acc"] == rows[1]["test_acc"]
-        and rows[0]["sweep"] != rows[1]["sweep"]
-    )
-    assert np.array(rows[2]["test_acc"]).shape == (2, 2)  # [seed, eval point]
-    assert jepa.load_sweep(str(out)) == json.loads(json.dumps(rows))
-    assert not (tmp_path / "sweep.json.tmp").exists()
-    assert {"git", "run_time_s", "cpu_time_s", "config", "seeds"} <= set(rows[0])
-
-
 def test_test_first_tokens_counts_the_answer_type():
     from revlib.data.binding import binding_task
 

@@ -26,9 +26,6 @@ DATA = ROOT / "data"
 BEFORE = "67431830f688c388eecb425292132644de10c91c"
 # sha256 of the original's canonical JSON (sorted keys, no spaces)
 DIGEST = {
-    "binding_jepa_sweep.json": (
-        "73de442b61a3c82ddbab06ce9d9ea338e0aaa7bc914ff810e655c055eb604eec"
-    ),
     "allocation_sweep.json": (
         "99ba3e4b8bd886d5c795d778da396d8885a58074a1ddd56e141c423d6a225f93"
     ),
@@ -70,12 +67,6 @@ def _original(name: str):
 # ---- the originals, rebuilt from the records (the inverse of scripts/convert-records)
 
 
-def _jepa_rows(recs):
-    from revlib.experiments import jepa
-
-    return jepa._rows(recs)
-
-
 def _allocation_raw(rec):
     h = rec["histories"]
     paths = sorted(h, key=lambda p: int(p.rsplit(".", 1)[1]))
@@ -111,7 +102,6 @@ def _laser_raw(rec):
 
 
 REBUILD = {
-    "binding_jepa_sweep.json": lambda recs: _jepa_rows(recs),
     "allocation_sweep.json": lambda recs: _allocation_raw(recs[0]),
     "lm_laser_sweep.json": lambda recs: _laser_raw(recs[0]),
 }
@@ -154,7 +144,7 @@ def test_every_stored_file_in_data_is_records():
 
 
 def test_converted_files_load_as_frames_and_through_their_chapters():
-    from revlib.experiments import allocation, jepa, pretrained_lm
+    from revlib.experiments import allocation, pretrained_lm
 
     df = records.load(DATA / "allocation_sweep.json", curves=True)
     sweep = allocation.load(DATA / "allocation_sweep.json")
@@ -162,11 +152,6 @@ def test_converted_files_load_as_frames_and_through_their_chapters():
     np.testing.assert_array_equal(
         np.stack(df["curve.histories.0.bigram_excess"]).T,
         sweep.histories[0]["bigram_excess"],
-    )
-    rows = jepa.load_sweep(DATA / "binding_jepa_sweep.json")
-    assert len(rows) == len(records.read(DATA / "binding_jepa_sweep.json"))
-    assert len(records.load(DATA / "binding_jepa_sweep.json")) == sum(
-        len(r["seeds"]) for r in rows
     )
     sw, meta = pretrained_lm.load_sweep(DATA / "lm_laser_sweep.json")
     assert sw.config.layers == tuple(range(15, 30)) and meta["cpu_capability"]

@@ -475,48 +475,23 @@ plt.show()
 # %%
 TOL_LIVE = 0.05  # kernel paths move these early-training metrics little
 mem = stored[stored["model"] == "jepa_memory"]
-pick = mem[(mem["per_value"] == PER_VALUE) & (mem["seed"] == SEED)]
-if pick.empty:
-    pick = mem[(mem["per_value"] == 4) & (mem["seed"] == 0)]
-row = pick.iloc[0]
-# the re-run checks the stored file; a control that does not name its claim skips it
-RERUN = not ledger.skips(("probes_in_training", "swap_stored"))
-if RERUN:
-    live = arithmetic.run(
-        ledger.config(
-            records.config_of(row, steps=LIVE_STEPS, eval_points=2, n_seeds=1)
-        )
-    )
-
-# %% tags=["hide-input"]
-same = mem[mem["per_value"] == row["per_value"]]
-print(f"re-run: JEPA + memory, {row['per_value']} per value, seed {row['seed']}")
-excess = []
-if not RERUN:
-    print(
-        f"live re-run skipped under control {ledger.control} (its claim names "
-        "no_training)"
-    )
-else:
-    for name, got, ref, allowed in records.live_against_stored(
-        same, live, ("train_acc", "probe_acc"), LIVE_STEPS, int(row["seed"]), TOL_LIVE
-    ):
-        print(
-            f"step {LIVE_STEPS}, {name}: live {approx(got, TOL_LIVE)}, stored {ref:.3f}"
-        )
-        excess.append(abs(got - ref) - (allowed - TOL_LIVE))
-        ledger.glue(f"live_{name}", got, print_tol=TOL_LIVE)
-    ledger.check(
-        "live-matches-stored",
-        "a live re-run agrees with the stored run at "
-        f"step {LIVE_STEPS} (distance beyond the seeds' spread; train, value "
-        "accuracy)",
-        excess,
-        below=TOL_LIVE,
-        print_tol=0.02,
-        kind="check",
-        broken_by=("no_training",),
-    )
+size = PER_VALUE if PER_VALUE in set(mem["per_value"]) else 4
+print(f"re-run: JEPA + memory, {size} per value")
+live = ledger.recheck(
+    "live-matches-stored",
+    arithmetic,
+    mem[mem["per_value"] == size],
+    metrics=("train_acc", "probe_acc"),
+    steps=LIVE_STEPS,
+    seed=SEED,
+    below=TOL_LIVE,
+    print_tol=0.02,
+    # the re-run checks the stored file; the controls that do not break it skip it
+    skip_under=("probes_in_training", "swap_stored"),
+    what="the stored JEPA + memory run",
+)
+for name, (got, _) in live.items():
+    ledger.glue(f"live_{name}", got, print_tol=TOL_LIVE)
 
 # %% tags=["hide-input"]
 ledger.summary()

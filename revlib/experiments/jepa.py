@@ -1,22 +1,20 @@
 """Chapter "JEPA breaks the curse": the JEPA model of :mod:`revlib.models.jepa` on
 two-token names.
 
-``python -m revlib.experiments.jepa --sweep data/binding_jepa_sweep.json`` runs the
-sweeps that do not fit in a notebook and writes them as records (:mod:`revlib.records`,
-one per run, with config, seeds, git hash and run time).
+The runs that do not fit in the notebook are stored runs of ``python -m revlib sweep
+jepa`` (``data/sweeps/jepa``, ``jepa_trends``, and ``jepa_640`` by
+``scripts/jepa-sweep-640``).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from revlib import _validate, records, repro
+from revlib import _validate, repro
 from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.binding import SPLITS, BindingTask, binding_task
 from revlib.metrics import answer_rank, mean_reciprocal_rank
@@ -263,111 +261,3 @@ def relation_blindness(
         "correct": (top == gold).float().mean(-1).numpy(),
         "other_relation": other.float().mean(-1).numpy(),
     }
-
-
-SWEEP = {
-    "depth": [dict(n_rec=1, n_sem=1), dict(n_rec=1, n_sem=3), dict(n_rec=3, n_sem=3)],
-    "multiplicity": [
-        dict(multiplicity=2),
-        dict(multiplicity=10),
-        dict(multiplicity=20),
-    ],
-    "width": [dict(d_model=32), dict(d_model=64), dict(d_model=128)],
-    "memory": [dict(memory=False), dict(memory=True)],
-}
-
-
-def sweep(base: Config, out: str | None = None) -> list[dict]:
-    """Every configuration of :data:`SWEEP` on top of ``base``; the rows of
-    :func:`load_sweep`.
-
-    A configuration shared by several sweeps (the base model) is trained once. With
-    ``out``, the records so far (:mod:`revlib.records`, one per row, with its ``sweep``
-    and ``variant``) are written atomically after every run, so a cut-off sweep keeps
-    its data.
-    """
-    recs, done = [], {}
-    git = records.git_state()  # the code version at the start of the sweep
-    for name, variants in SWEEP.items():
-        for v in variants:
-            cfg = dataclasses.replace(base, **v)
-            if cfg not in done:
-                t0, cpu0 = time.time(), time.process_time()
-                r = run(cfg)
-                curves = {
-                    k: np.round(r.history[k], 4).T.tolist() for k in r.history.values
-                }
-                done[cfg] = dict(
-                    metrics={
-                        k: [c[-1] for c in per_seed] for k, per_seed in curves.items()
-                    },
-                    histories={
-                        "history": {
-                            "steps": r.history.steps.tolist(),
-                            "lr": float(r.history.lr),
-                            "curves": curves,
-                        }
-                    },
-                    seconds=round(time.time() - t0, 1),
-                    cpu_seconds=round(time.process_time() - cpu0, 1),
-                )
-            recs.append(
-                records.make(
-                    "jepa",
-                    cfg,
-                    seeds=cfg.seeds,
-                    git=git,
-                    sweep=name,
-                    variant=v,
-                    **done[cfg],
-                )
-            )
-            if out is not None:
-                records.write(out, recs)
-    return _rows(recs)
-
-
-def _rows(recs: list[dict]) -> list[dict]:
-    """Sweep rows of records: ``sweep``, ``variant``, ``config``, ``seeds``, ``git``,
-    ``run_time_s``, ``cpu_time_s``, ``steps_recorded`` and each metric ``[S, E]``."""
-    rows = []
-    for rec in recs:
-        hist = rec["histories"]["history"]
-        rows.append(
-            {
-                "sweep": rec["sweep"],
-                "variant": rec["variant"],
-                "config": rec["config"],
-                "seeds": rec["seeds"],
-                "git": rec["git"],
-                "run_time_s": rec["seconds"],
-                "cpu_time_s": rec["cpu_seconds"],
-                "steps_recorded": hist["steps"],
-                **hist["curves"],
-            }
-        )
-    return rows
-
-
-def load_sweep(path: str) -> list[dict]:
-    """Rows of :func:`sweep` from its file of records; each metric is ``[S, E]`` (seed,
-    evaluation point)."""
-    return _rows(records.read(path))
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sweep", required=True, help="output JSON file")
-    ap.add_argument("--steps", type=int, default=1500)
-    ap.add_argument("--n-seeds", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    repro.setup(args.seed)
-    torch.set_num_threads(1)  # the machine is shared; one thread per process
-    sweep(
-        Config(steps=args.steps, seed=args.seed, n_seeds=args.n_seeds), out=args.sweep
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -43,6 +43,13 @@ CONTROLS = (
         "the held-out direction of every pair is trained too (the answer given)",
         {"reverse_in_training": True},
     ),
+    Control(
+        "frozen_embeddings",
+        "science",
+        "the token and position embeddings keep their initial Gaussian values (what "
+        "the orthogonality claims measure cannot be learnt)",
+        {"freeze_embeddings": True},
+    ),
 )
 SIZE_KNOBS = ("VOCAB",)  # what check-claims --scale multiplies
 # CI's control runs. Under reverse_in_training the variants fit more slowly (twice the
@@ -368,9 +375,10 @@ def heldout_panel(config: Config) -> str:
 def orthogonality_ratio(summary: dict, config: Config) -> np.ndarray:
     """Mean off-diagonal ``|cos|`` of the entity embeddings over that of as many
     Gaussian vectors, per seed ``[S]``: from a stored run's ``summary``; under the
-    control ``no_training``, of the same configuration's model at its initial weights
-    (built here; the stored run cannot be read untrained)."""
-    if not config.no_training:
+    controls ``no_training`` and ``frozen_embeddings``, of the same configuration's
+    model at its initial weights, which is what either would leave the embeddings at
+    (built here: the stored run cannot be trained again)."""
+    if not (config.no_training or config.freeze_embeddings):
         return np.asarray(summary["offdiag_abs_mean"]) / np.asarray(
             summary["gaussian_abs_mean"]
         )
