@@ -195,36 +195,36 @@ check(
     "on factual prompts ' the' beats the fact: mean log p(correct) - log p(the) < 0",
     lambda: base["factual"]["logodds"],
     below=0.0,
-    tol=TOL_LOGODDS,
+    print_tol=TOL_LOGODDS,
     kind="ours",
-    controls=("fact_in_context",),
+    broken_by=("fact_in_context",),
 )
 check(
     "ioi-io-beats-the",
     "on IOI the in-context answer beats ' the': mean log p(IO) - log p(the) > 1",
     lambda: base["ioi"]["logodds"],
     above=1.0,
-    tol=TOL_LOGODDS,
+    print_tol=TOL_LOGODDS,
     kind="ours",
-    controls=("io_removed",),
+    broken_by=("io_removed",),
 )
 check(
     "ioi-io-beats-s",
     "on IOI the IO beats the repeated subject: mean log p(IO)/p(S) > 2",
     lambda: base["ioi"]["logit_diff"],
     above=2.0,
-    tol=TOL_LOGODDS,
+    print_tol=TOL_LOGODDS,
     kind="ours",
-    controls=("io_removed",),
+    broken_by=("io_removed",),
 )
 check(
     "ioi-top1",
     "the IO is the top-1 token on more than half of the IOI sentences",
     lambda: base["ioi"]["acc"],
     above=0.5,
-    tol=TOL_ACC,
+    print_tol=TOL_ACC,
     kind="ours",
-    controls=("io_removed",),
+    broken_by=("io_removed",),
 )
 
 # %% mystnb={"figure": {"caption": "Baseline next-token probabilities of SmolLM2-135M-Instruct (Q4_1 weights dequantised to float32): the correct token against the generic token \" the\", one dot per prompt (30 factual prompts, 40 IOI sentences). The paper shows such probes for Pythia checkpoints during training; ours is one fully trained 135M model.", "name": "fig-lm-baseline"}} tags=["hide-input"]
@@ -379,8 +379,8 @@ for name, about, kw in (
         f"the mean log-odds against ' the' by more than 1 nat{about}",
         lambda: best[name][3],
         above=1.0,
-        tol=TOL_LOGODDS,
-        controls=("mid_layers",),
+        print_tol=TOL_LOGODDS,
+        broken_by=("mid_layers",),
         **kw,
     )
 check(
@@ -388,8 +388,8 @@ check(
     "at each set's best truncation p(' the') falls below half its baseline (ratio)",
     lambda: [at_best[n]["p_the"] / base[n]["p_the"] for n in ("factual", "ioi")],
     below=0.5,
-    tol=0.1,
-    controls=("mid_layers",),
+    print_tol=0.1,
+    broken_by=("mid_layers",),
     **LASER_PAPER,
 )
 check(
@@ -398,9 +398,9 @@ check(
     "by more than 1 nat on both sets",
     lambda: [last_mean[n] for n in ("factual", "ioi")],
     below=-1.0,
-    tol=TOL_LOGODDS,
+    print_tol=TOL_LOGODDS,
     kind="ours",
-    controls=("mid_layers",),
+    broken_by=("mid_layers",),
 )
 
 # %% mystnb={"figure": {"caption": "LASER on SmolLM2-135M-Instruct: change of the mean log-odds log p(correct) - log p(\" the\") when one MLP matrix of one layer keeps a fraction rho of its 576 singular values (rho = 0 removes the layer's MLP). Layers 15-29, up_proj and down_proj; 30 factual prompts, 40 IOI sentences (the stored sweep, data/lm_laser_sweep.json; layers 27-29 re-run live, checked against it and used for the claims). The paper sweeps Pythia, GPT-2 and Llama models, with layers and ranks it does not list.", "name": "fig-lm-laser"}} tags=["hide-input"]
@@ -474,9 +474,9 @@ check(
     "truncation's gain: removed - best / 2 > 0 nats, on both sets",
     lambda: [removed[n] - best_gain[n] / 2 for n in ("factual", "ioi")],
     above=0.0,
-    tol=TOL_LOGODDS,
+    print_tol=TOL_LOGODDS,
     kind="ours",
-    controls=("mid_layers",),
+    broken_by=("mid_layers",),
 )
 
 # %%
@@ -560,9 +560,9 @@ check(
     "the factual p(correct) and of the IOI accuracy (ratios to the baseline)",
     lambda: hurt,
     below=0.5,
-    tol=0.1,
+    print_tol=0.1,
     kind="ours",
-    controls=("mid_layers",),
+    broken_by=("mid_layers",),
 )
 
 # %% [markdown]
