@@ -407,7 +407,7 @@ def config_of(row, **changes):
     the record was made, with a default that keeps the old behaviour) takes its
     default; so does one that is NaN in the row, where a frame mixes records with and
     without it."""
-    from revlib import sweeps  # the experiment registry (no Dask at import)
+    from revlib import experiments  # the experiment registry
 
     def held(value) -> bool:
         return not (isinstance(value, float) and math.isnan(value))
@@ -415,10 +415,10 @@ def config_of(row, **changes):
     name = row["experiment"]
     fields = {
         f: row[f].item() if isinstance(row[f], np.generic) else row[f]
-        for f in sweeps.config_fields(name)
+        for f in experiments.config_fields(name)
         if f in row.index and held(row[f])
     }
-    return sweeps.make_config(name, {**fields, **changes})
+    return experiments.make_config(name, {**fields, **changes})
 
 
 def stored_at(rows, metric: str, step: int, seed: int) -> tuple[float, float]:

@@ -13,16 +13,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib
 import itertools
 import json
 import os
-import pkgutil
 import re
 import sys
 import time
-import types
-import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -30,86 +26,14 @@ import numpy as np
 
 from revlib import _validate, records
 
-_PACKAGE = "revlib.experiments"
-
-
-# ------------------------------------------------------------------------- experiments
-
-
-def available() -> list[str]:
-    """Names of the modules in :mod:`revlib.experiments` that define ``Config`` and
-    ``run``."""
-    import revlib.experiments as pkg
-
-    names = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        src = Path(pkg.__path__[0], f"{info.name}.py")
-        # Read, not import: importing every chapter costs seconds and this runs on
-        # errors.
-        text = src.read_text() if src.exists() else ""
-        if re.search(r"^class Config\b", text, re.M) and re.search(
-            r"^def run\(", text, re.M
-        ):
-            names.append(info.name)
-    return sorted(names)
-
-
-def experiment(name: str) -> types.ModuleType:
-    """The module of experiment ``name``: ``revlib.experiments.<name>``, or any
-    importable dotted module path (``mypkg.myexp``) that has a dataclass ``Config`` and
-    ``run(config)``."""
-    if not isinstance(name, str) or not re.fullmatch(
-        r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name
-    ):
-        raise ValueError(f"experiment must be a module name, got {name!r}")
-    modname = name if "." in name else f"{_PACKAGE}.{name}"
-    try:
-        mod = importlib.import_module(modname)
-    except ModuleNotFoundError as err:
-        if err.name is None or not (
-            modname == err.name or modname.startswith(err.name + ".")
-        ):
-            raise  # the experiment exists but one of its own imports is missing
-        raise ValueError(
-            f"unknown experiment {name!r}; available: {', '.join(available())}"
-        ) from None
-    cfg = getattr(mod, "Config", None)
-    if not (
-        isinstance(cfg, type)
-        and dataclasses.is_dataclass(cfg)
-        and callable(getattr(mod, "run", None))
-    ):
-        raise ValueError(
-            f"experiment {name!r} has no dataclass Config and run(config); "
-            f"available: {', '.join(available())}"
-        )
-    return mod
-
-
-def config_fields(name: str) -> dict[str, object]:
-    """``{field: type}`` of experiment ``name``'s ``Config`` (annotations resolved)."""
-    cfg = experiment(name).Config
-    hints = typing.get_type_hints(cfg)
-    return {f.name: hints.get(f.name, str) for f in dataclasses.fields(cfg) if f.init}
-
-
-def make_config(name: str, fields: Mapping[str, object]):
-    """``Config(**fields)`` of experiment ``name``; ``ValueError`` naming an unknown
-    field or repeating the Config's own message, prefixed with the experiment and the
-    fields."""
-    known = config_fields(name)
-    for key in fields:
-        if key not in known:
-            raise ValueError(
-                f"unknown field {key!r} for experiment {name!r}; fields: "
-                f"{', '.join(known)}"
-            )
-    try:
-        return experiment(name).Config(**fields)
-    except (ValueError, TypeError) as err:
-        raise ValueError(
-            f"invalid {name} config ({_describe(fields)}): {err}"
-        ) from None
+# The experiment registry lives with the experiments (revlib.experiments); its functions
+# are re-exported here for the command line and older callers.
+from revlib.experiments import (  # noqa: E402
+    available,
+    config_fields,
+    experiment,
+    make_config,
+)
 
 
 # --------------------------------------------------------------------------- one run

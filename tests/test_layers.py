@@ -8,7 +8,8 @@ which uses data, models and train), from the bottom up:
 1. seeding, the training loop, figure files: ``repro``, ``train``, ``figures``, and the
    package ``revlib`` itself (its version; it re-exports ``repro``);
 2. the parts a chapter is built from: ``data.*``, ``models.*``, ``theory.*``,
-   ``probes``, ``config``, ``records``;
+   ``probes``, ``config``, ``records``, and the registry of the chapters (the package
+   ``experiments`` itself, which finds a chapter by name and imports none at load);
 3. the chapters: ``experiments.*``;
 4. running and reporting: ``sweeps``, ``cli``, ``__main__``, ``claims``,
    ``nbval_plugin``, ``bench``.
@@ -39,7 +40,6 @@ LAYERS = {
 # (importer, imported): deferred (function-level) imports that reach a layer up, each
 # with why it is there; module-level imports never may.
 DEFERRED_UPWARD = {
-    ("records", "sweeps"): "config_of needs the experiment registry (in sweeps)",
     ("experiments.prompt_caching", "sweeps"): "its command line writes sweeps.record",
 }
 
@@ -62,6 +62,8 @@ def _module_of(imported: str) -> str:
 
 
 def layer(module: str) -> int:
+    if module == "experiments":  # the registry, below the chapters it finds
+        return 2
     top = module.split(".")[0] if module != "revlib" else "revlib"
     for level, names in LAYERS.items():
         if top in names:
