@@ -551,11 +551,11 @@ class Ledger:
                 f"claim {id!r} is of kind {kind!r}: paper=, paper_value=, "
                 "factor= and contradicts= belong to kind='paper' claims"
             )
-        if negative and kind == "paper":
+        if negative and kind in ("paper", "ours"):
             learnable = [c for c in controls if self.control_kinds.get(c) == "science"]
             if not learnable:
                 raise ValueError(
-                    f"negative paper claim {id!r} names no science control "
+                    f"negative {kind} claim {id!r} names no science control "
                     f"(broken_by={tuple(controls)!r}): a claim that something is not "
                     "learnt needs a control in which the answer becomes learnable "
                     "and the same test fails"

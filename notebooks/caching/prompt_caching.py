@@ -575,18 +575,20 @@ for rec in stored_runs:
     )
 
 # %% tags=["hide-input"]
-with open(f"{STORED}check.json") as fh:
-    check = json.load(fh)["live_check"]
+# the short stored runs of the re-check, one record per step count
+check_runs = {r["config"]["steps"]: r for r in records.read(f"{STORED}check.json")}
+check = check_runs[LIVE_LAYER_STEPS]["config"]
 if check["model"] in MODELS and SEED == check["data_seed"]:
     fields = {
         k: tuple(v) if isinstance(v, list) else v
         for k, v in check.items()
-        if k in pc.Config.__dataclass_fields__
+        if k in pc.Config.__dataclass_fields__ and k != "steps"
     }
     # under no_training the live run takes no step, as the rest of the notebook
     live = pc.run(ledger.config(pc.Config(**{**fields, "steps": LIVE_LAYER_STEPS})))
     live_steps = 0 if live.config.no_training else LIVE_LAYER_STEPS
-    want = check["stored_auc_hard_by_steps"][str(LIVE_LAYER_STEPS)]
+    stored_tuned = check_runs[LIVE_LAYER_STEPS]["extras"]["tuned"]
+    want = stored_tuned[check["losses"][0]][0]["auc_hard"]
     got = live.tuned[check["losses"][0]][0]["auc_hard"]
     print(
         f"live re-check, {live.model_name}, last layer, {live_steps} steps: "

@@ -333,6 +333,7 @@ ledger.check(
     below=3.0,
     print_tol=TOL_MRR_RATIO,
     kind="ours",
+    negative=True,
     broken_by=("reverse_in_training",),
     requires=("untied-fit",),
 )

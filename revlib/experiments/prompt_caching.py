@@ -621,7 +621,7 @@ def main(argv=None) -> None:
     """``python -m revlib.experiments.prompt_caching OUT.json [--models e5,minilm]
     [--check]``: the last-layer fine-tuning of each model (:data:`STORED_LAYERS`, one
     :func:`revlib.sweeps.record` each) or, with ``--check``, the short runs the notebook
-    re-checks live (:data:`LIVE_CHECK` at :data:`LIVE_STEPS`)."""
+    re-checks live (:data:`LIVE_CHECK` at :data:`LIVE_STEPS`, one record each)."""
     import argparse
 
     from revlib import records as rec_io
@@ -639,16 +639,13 @@ def main(argv=None) -> None:
         ]
         rec_io.write(args.out, records)
         return
-    check = dict(LIVE_CHECK)
-    by_steps, cpu = {}, 0.0
-    for steps in LIVE_STEPS:
-        rec = sweeps.record("prompt_caching", {**check, "steps": steps})
-        by_steps[str(steps)] = rec["extras"]["tuned"][check["losses"][0]][0]["auc_hard"]
-        cpu += rec["cpu_seconds"]
-    check = rec_io.plain(check)
-    check["stored_auc_hard_by_steps"] = by_steps
-    check["cpu_seconds"] = round(cpu, 1)
-    rec_io.write(args.out, {"live_check": check})
+    rec_io.write(
+        args.out,
+        [
+            sweeps.record("prompt_caching", {**LIVE_CHECK, "steps": steps})
+            for steps in LIVE_STEPS
+        ],
+    )
 
 
 if __name__ == "__main__":
