@@ -212,12 +212,16 @@ def extras(result) -> dict:
     """The result's other plain-data fields (numbers, numeric arrays up to
     :data:`MAX_EXTRA` values, and lists and dicts of them), by field name: what a
     chapter computes after training, e.g. ``small_lm``'s ablation and truncation sweep.
-    Models, data, configs and histories are left out; NaN and infinities become ``null``
-    as in the metrics."""
+    Models, data, configs and histories are left out, and so are the fields a result
+    class names in ``NOT_RECORDED`` (arrays it keeps a summary of instead); NaN and
+    infinities become ``null`` as in the metrics."""
     if not dataclasses.is_dataclass(result) or isinstance(result, type):
         return {}
     out = {}
+    skip = set(getattr(result, "NOT_RECORDED", ()))
     for f in dataclasses.fields(result):
+        if f.name in skip:
+            continue
         value = _data(getattr(result, f.name))
         if value is not _SKIP and value != {} and value != []:
             out[f.name] = value

@@ -202,6 +202,9 @@ class Result:
     width (:func:`gaussian_cosine`).
     """
 
+    # what a stored record keeps of these is ``summary``
+    NOT_RECORDED = ("heatmaps", "embedding_cos")
+
     config: Config
     history: History
     n_params: int
