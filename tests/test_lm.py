@@ -265,3 +265,13 @@ def test_the_first_conversion_prints_nothing(tmp_path, capfd):
     _, _, converted = smollm.load(tmp_path / "smollm2")
     out, err = capfd.readouterr()
     assert converted and (out, err) == ("", "")
+
+
+def test_halves_split_a_probe_set_into_two_disjoint_ones(model_and_sets):
+    _, _, (_, ioi) = model_and_sets
+    sel, rep = probe_prompts.halves(ioi)
+    assert sel.name == "ioi_select" and rep.name == "ioi_report"
+    assert set(sel.prompts).isdisjoint(rep.prompts)
+    assert len(sel.prompts) + len(rep.prompts) == len(ioi.prompts)
+    assert torch.equal(rep.targets["subject"], ioi.targets["subject"][1::2])
+    assert sel.input_ids.shape[0] == len(sel.prompts)

@@ -323,3 +323,50 @@ def test_shakespeare_file_is_checked_and_runs_no_code(tmp_path, monkeypatch):
     evil = pickle.dumps({"x": torch.nn.Identity})
     with pytest.raises(pickle.UnpicklingError, match="plain data"):
         nr._DataOnly(io.BytesIO(evil)).load()
+
+
+def test_stored_weights_load_reset_and_sweep_both_matrices(tmp_path):
+    """A trained model saved as scripts/gpu_runs.py saves it loads back to the same
+    numbers; resetting a frozen part gives it its initial weights; the truncation
+    analysis sweeps W2 and W1, and rank 0 of either is FF2 removed."""
+    cfg = fa.Config(
+        d=8,
+        seq_len=16,
+        n_seeds=1,
+        steps=5,
+        batch_size=4,
+        n_test=8,
+        eval_points=2,
+        rank_fractions=(0.0, 0.5, 1.0),
+    )
+    res = fa.run(cfg)
+    assert set(res.tau_logit) == {"W1", "W2"} and set(res.captured) == {"W1", "W2"}
+    assert res.sweep_w1["p_tau"].shape == res.sweep["p_tau"].shape == (3, 1)
+    np.testing.assert_allclose(res.sweep_w1["p_tau"][0], res.final("p_tau_noff2"))
+    np.testing.assert_allclose(res.captured["W2"][-1], 1.0, rtol=1e-5)
+    path = tmp_path / "w.pt"
+    import dataclasses
+
+    from revlib import records
+
+    torch.save(
+        {
+            "config": records.plain(dataclasses.asdict(cfg)),
+            "state": res.model.state_dict(),
+        },
+        path,
+    )
+    cfg2, model, clean = fa.load_weights(path, n_test=8)
+    assert cfg2 == cfg
+    with torch.no_grad():
+        a = fa.recall_metrics(model, clean)["p_tau"]
+        b = fa.recall_metrics(res.model, clean)["p_tau"]
+    torch.testing.assert_close(a, b)
+    fa.reset_frozen(model, dataclasses.replace(cfg2, frozen=("ff2",)))
+    ref = fa.Transformer(cfg.model_config(), n_seeds=1, seed=cfg.seed)
+    torch.testing.assert_close(
+        model.blocks[1].ff.fc1.weight, ref.blocks[1].ff.fc1.weight
+    )
+    torch.testing.assert_close(
+        model.blocks[0].ff.fc1.weight, res.model.blocks[0].ff.fc1.weight
+    )

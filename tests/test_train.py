@@ -288,3 +288,33 @@ def test_max_grad_norm_is_validated_and_keeps_old_checkpoints_loadable():
     assert "max_grad_norm" not in _fingerprint(cfg, 0, 1, [0], [])["config"]
     clipped = TrainConfig(steps=1, lr=0.1, max_grad_norm=5.0)
     assert "max_grad_norm=5.0" in _fingerprint(clipped, 0, 1, [0], [])["config"]
+
+
+def test_the_graphed_clip_is_the_eager_clip_bit_for_bit():
+    """The clipping a CUDA graph can capture (no host read of the norms) gives the
+    same gradients as clip_per_seed, bit for bit: a seed within the bound is multiplied
+    by exactly 1, a seed above it by the same factor."""
+    from revlib.train import _clip_per_seed_graphed, clip_per_seed
+
+    g = torch.Generator().manual_seed(0)
+    grads = [torch.randn(3, 4, 5, generator=g), torch.randn(3, 7, generator=g)]
+    grads[0][1] *= 100.0  # seed 1 far above the bound
+    a = [torch.nn.Parameter(torch.zeros_like(x)) for x in grads]
+    b = [torch.nn.Parameter(torch.zeros_like(x)) for x in grads]
+    for p, q, x in zip(a, b, grads):
+        p.grad, q.grad = x.clone(), x.clone()
+    clip_per_seed(a, 10.0)
+    _clip_per_seed_graphed(b, 10.0)
+    for p, q in zip(a, b):
+        assert torch.equal(p.grad, q.grad)
+    assert torch.equal(a[1].grad[0], grads[1][0])  # seed 0 untouched
+
+
+def test_cuda_graphs_are_asked_for_on_a_gpu_only(monkeypatch):
+    from revlib.train import GRAPHS_ENV, graphs_wanted
+
+    monkeypatch.setenv(GRAPHS_ENV, "1")
+    assert not graphs_wanted(torch.device("cpu"))
+    assert graphs_wanted(torch.device("cuda"))
+    monkeypatch.setenv(GRAPHS_ENV, "0")
+    assert not graphs_wanted(torch.device("cuda"))

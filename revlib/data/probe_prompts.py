@@ -208,3 +208,26 @@ def probe_sets(
         },
     )
     return factual, ioi
+
+
+def halves(ps: ProbeSet) -> tuple[ProbeSet, ProbeSet]:
+    """``ps`` split into two disjoint probe sets, its even and its odd prompts, named
+    ``<name>_select`` and ``<name>_report``: choose a setting on the first, report it on
+    the second, so that the reported effect is not the best of many on the same
+    prompts."""
+    if len(ps.prompts) < 2:
+        raise ValueError(
+            f"ps must hold at least 2 prompts to split, got {len(ps.prompts)}"
+        )
+
+    def part(start: int, suffix: str) -> ProbeSet:
+        return ProbeSet(
+            f"{ps.name}_{suffix}",
+            ps.prompts[start::2],
+            ps.input_ids[start::2],
+            ps.attention_mask[start::2],
+            ps.position_ids[start::2],
+            targets={k: v[start::2] for k, v in ps.targets.items()},
+        )
+
+    return part(0, "select"), part(1, "report")
