@@ -345,6 +345,32 @@ if MODEL_OK:
         f"{approx(s_io['logit_diff'], TOL_LOGODDS)}"
     )
     ledger.glue("ioi_best_logit_diff", s_io["logit_diff"], print_tol=TOL_LOGODDS)
+    # The best of many settings, measured on the prompts it was chosen on, is biased
+    # upwards: choose the setting on one half of each set (even prompts) and report its
+    # effect on the other half (odd prompts).
+    split = {
+        n: probe_prompts.halves(ps) for n, ps in (("factual", factual), ("ioi", ioi))
+    }
+    held = lm.sweep(model, [h for pair in split.values() for h in pair], cfg)
+    chosen = {n: held.best(f"{n}_select")[:3] for n in split}
+    held_at = {n: held.at(f"{n}_report", *chosen[n]) for n in split}
+    held_base = {n: held.baseline[f"{n}_report"] for n in split}
+    held_gain = {n: held_at[n]["logodds"] - held_base[n]["logodds"] for n in split}
+    for n in split:
+        m, layer, rho = chosen[n]
+        print(
+            f"{n}: chosen on the even prompts: {m} layer {layer} rho {rho}; on the odd "
+            f"prompts it changes the log-odds by {approx(held_gain[n], TOL_LOGODDS)}, "
+            f"p(correct) {approx(held_base[n]['p_correct'], TOL_P)} -> "
+            f"{approx(held_at[n]['p_correct'], TOL_P)}, p(the) "
+            f"{approx(held_base[n]['p_the'], TOL_P)} -> "
+            f"{approx(held_at[n]['p_the'], TOL_P)}"
+        )
+        ledger.glue(f"{n}_held_gain", held_gain[n], print_tol=TOL_LOGODDS)
+        ledger.glue(f"{n}_held_p_correct", held_at[n]["p_correct"], print_tol=TOL_P)
+        ledger.glue(
+            f"{n}_held_base_p_correct", held_base[n]["p_correct"], print_tol=TOL_P
+        )
     last = cfg.layers[-1]
     last_mean = {n: live.delta(n)[:, -1].mean() for n in ("factual", "ioi")}
     print(
@@ -375,9 +401,10 @@ for name, about, kw in (
 ):
     check(
         f"laser-gain-{name}",
-        f"{name}: the best truncation of one MLP matrix of layers 27-29 raises "
-        f"the mean log-odds against ' the' by more than 1 nat{about}",
-        lambda: best[name][3],
+        f"{name}: the truncation of one MLP matrix of layers 27-29 chosen on half the "
+        f"prompts raises the mean log-odds against ' the' on the other half by more "
+        f"than 1 nat{about}",
+        lambda: held_gain[name],
         above=1.0,
         print_tol=TOL_LOGODDS,
         broken_by=("mid_layers",),
@@ -385,8 +412,9 @@ for name, about, kw in (
     )
 check(
     "laser-pushes-the-down",
-    "at each set's best truncation p(' the') falls below half its baseline (ratio)",
-    lambda: [at_best[n]["p_the"] / base[n]["p_the"] for n in ("factual", "ioi")],
+    "at the truncation chosen on the other half of the prompts, p(' the') falls "
+    "below half its baseline on each set (ratio)",
+    lambda: [held_at[n]["p_the"] / held_base[n]["p_the"] for n in ("factual", "ioi")],
     below=0.5,
     print_tol=0.1,
     broken_by=("mid_layers",),
