@@ -59,9 +59,6 @@ WITHOUT_SCIENCE_CONTROL = {
     # separated from shuffled_labels, a science control, they counted as controlled)
     "binding/jepa": {
         "m20-reverses",
-        "stored-jepa-acc",
-        "stored-memory-acc",
-        "memory-beats-jepa",
         "multiplicity-worse",
         "memory-beats-wide",
         "deeper-worse",

@@ -188,3 +188,17 @@ def test_a_chapter_page_and_its_notebook_share_a_name():
         if nbs and nbs != [doc.replace("book/", "notebooks/", 1)]
     }
     assert pairs and not apart, f"page and notebook named apart: {apart}"
+
+
+def test_the_nb_role_expands_to_the_glue_of_the_pages_own_notebook():
+    import revbook
+
+    src = ["x {nb}`p_tau` and {nb}`lead`, {paper}`0.5`"]
+    revbook.expand_nb_role(None, "book/associations/ff_vs_attention", src)
+    glue = "{glue:text}`../../notebooks/associations/ff_vs_attention.ipynb::"
+    assert src[0] == (
+        f"x {glue}ff_vs_attention.p_tau:s` and {glue}ff_vs_attention.lead:s`, "
+        "{paper}`0.5`"
+    )
+    with pytest.raises(Exception, match="exactly one notebook"):
+        revbook.expand_nb_role(None, "book/intro", ["{nb}`x`"])
