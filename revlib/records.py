@@ -309,7 +309,8 @@ def load(where: str | os.PathLike, curves: bool = False):
     """One row per record in ``where`` (a record file, or a folder of them; and per
     seed, for records of several seeds): ``experiment``, every config field, ``seed``,
     every final metric (``metric.<name>`` where the name is taken by a column before
-    it), ``version``, ``git``, ``seconds``, ``cpu_seconds`` (NaN for records written
+    it), ``seed_index`` (the seed's place in its record), ``version``, ``git``,
+    ``seconds``, ``cpu_seconds`` (NaN for records written
     before it was recorded), ``device``, ``file`` and ``extras`` (the record's extras,
     as written: for a record of several seeds, every seed's). List-valued config fields
     become tuples (hashable, so they can be grouped by); ``null`` metrics (NaN or
@@ -329,6 +330,21 @@ def load(where: str | os.PathLike, curves: bool = False):
         for rec in read(path):
             rows.extend(_rows(rec, path.name, curves))
     return pd.DataFrame(rows)
+
+
+def extra_of(df, path: str) -> np.ndarray:
+    """Each row's own value of the extras field ``path`` (dotted: ``"summary.x"``) in a
+    :func:`load` frame. A record of several seeds stores one entry per seed there, and a
+    row takes the entry of its seed (``seed_index``); a record of one seed, its only
+    entry. ``[rows]``, floats."""
+    out = []
+    for extras, i in zip(df["extras"], df["seed_index"]):
+        value = extras
+        for key in path.split("."):
+            value = value[key]
+        value = np.asarray(value, dtype=float).reshape(-1)
+        out.append(value[int(i)] if value.size > 1 else value[0])
+    return np.array(out)
 
 
 def control_runs(df, field: str, given: bool, by: tuple[str, ...]):
@@ -372,6 +388,7 @@ def _rows(rec: dict, file: str, curves: bool) -> list[dict]:
         row.update({k: _tuples(v) for k, v in rec["config"].items()})
         row["seed"] = seed
         meta = dict(
+            seed_index=i,
             version=rec.get("revlib_version"),
             git=rec.get("git"),
             seconds=rec.get("seconds"),

@@ -663,27 +663,28 @@ def setting_name(row) -> str:
 sweep["setting"] = sweep.apply(setting_name, axis=1)
 panel = ml.heldout_panel(stored_cfg)
 groups = {}
+# each row's own entry of its record's extras (a batched record holds every seed's)
+sweep["mrr_x"] = records.extra_of(sweep, "heldout_mrr") / records.extra_of(
+    sweep, "chance_mrr"
+)
+sweep["hit"] = records.extra_of(sweep, f"summary.relation.{panel}.diag_hit")
 for name, rows in sweep.groupby("setting", sort=False):
-    mrr = np.array([e["heldout_mrr"][0] for e in rows["extras"]])
-    chance = np.array([e["chance_mrr"][0] for e in rows["extras"]])
-    hit = np.array(
-        [e["summary"][f"relation.{panel}.diag_hit"][0] for e in rows["extras"]]
-    )
     groups[name] = dict(
         n=len(rows),
         train=np.median(rows["train_nll"]),
         val=np.median(rows["val_nll"]) / math.log(rows["vocab"].iloc[0] + 2),
-        mrr=np.median(mrr / chance),
-        hit=np.median(hit),
+        mrr=np.median(rows["mrr_x"]),
+        mrr_max=np.max(rows["mrr_x"]),
+        hit=np.median(rows["hit"]),
         steps=int(rows["steps"].iloc[0]),
     )
 for name, g in groups.items():
     print(
-        f"{name:28s} {g['n']:2d} seeds, {g['steps']:5d} steps: training NLL "
+        f"{name:32s} {g['n']:2d} seeds, {g['steps']:5d} steps: training NLL "
         f"{approx(g['train'], TOL_VAR_TRAIN)}, held-out NLL / log|V| "
         f"{approx(g['val'], TOL_VAR_NLL_RATIO)}, held-out MRR / chance "
-        f"{approx(g['mrr'], 1.0)}, unseen logit the row maximum "
-        f"{approx(g['hit'], 0.1)} (median seeds)"
+        f"{approx(g['mrr'], 1.0)} (largest seed {approx(g['mrr_max'], 3.0)}), "
+        f"unseen logit the row maximum {approx(g['hit'], 0.1)} (median seeds)"
     )
 ledger.precondition(
     "stored-variants-fit",
@@ -731,11 +732,11 @@ VARIANT_CLAIMS = {
 for cid, (names, what, where) in VARIANT_CLAIMS.items():
     ledger.check(
         cid,
-        f"with {what} (vocabulary 800 + 2, 10 seeds each), the held-out answer ranks "
-        "near chance among its type: median seed's MRR over chance below 2, per "
-        "setting",
+        f"with {what} (vocabulary 800 + 2, 10 seeds each), the held-out answer is "
+        "not learnt: the median seed's MRR over chance is below 5, per setting (with "
+        "the held-out direction trained it is about 34)",
         [groups[n]["mrr"] for n in names],
-        below=2.0,
+        below=5.0,
         print_tol=1.0,
         kind="paper",
         negative=True,
@@ -747,8 +748,9 @@ for cid, (names, what, where) in VARIANT_CLAIMS.items():
 ledger.check(
     "stored-untied-rank-chance",
     "with an untied output (the paper's code's, in effect; 10 seeds), the held-out "
-    "answer ranks near chance among its type: median seed's MRR over chance below 2",
-    groups["untied output"]["mrr"],
+    "answer ranks at chance or below among its type: every seed's MRR over chance "
+    "below 2",
+    sweep.loc[sweep["setting"] == "untied output", "mrr_x"],
     below=2.0,
     print_tol=1.0,
     kind="ours",
@@ -756,11 +758,20 @@ ledger.check(
     broken_by=("reverse_in_training",),
     requires=("stored-variants-fit",),
 )
-for i, (name, g) in enumerate(groups.items()):
-    ledger.glue(f"stored_{i}_name", name)
-    ledger.glue(f"stored_{i}_mrr", g["mrr"], print_tol=1.0)
+tied = [
+    n for n in groups if n not in ("untied output", "untied output, frozen embeddings")
+]
+ledger.glue("stored_worst_mrr", max(groups[n]["mrr"] for n in tied), print_tol=1.0)
+ledger.glue(
+    "stored_max_seed_mrr", max(groups[n]["mrr_max"] for n in tied), print_tol=3.0
+)
+ledger.glue("stored_1600_mrr", groups["vocabulary 1600"]["mrr"], print_tol=1.0)
+ledger.glue("stored_1600_max", groups["vocabulary 1600"]["mrr_max"], print_tol=3.0)
+ledger.glue("stored_800_max", groups["main, vocabulary 800"]["mrr_max"], print_tol=3.0)
 _ = ledger.glue(
-    "stored_worst_mrr", max(g["mrr"] for g in groups.values()), print_tol=1.0
+    "stored_untied_max",
+    max(groups[n]["mrr_max"] for n in groups if n not in tied),
+    print_tol=0.3,
 )
 
 # %% tags=["hide-input"]
@@ -795,10 +806,11 @@ ledger.precondition(
 ledger.check(
     "d768-unseen-at-chance",
     "one layer at d = 768: the held-out direction's logit is its row's "
-    "maximum in fewer than 3 times the chance share of rows (median seed)",
-    np.median(big_hit) * n_pairs_val,
-    below=3.0,
-    print_tol=1.0,
+    "maximum in at most twice the chance share of rows, on every seed (in units of "
+    "chance)",
+    big_hit * n_pairs_val,
+    below=2.0,
+    print_tol=0.5,
     kind="paper",
     negative=True,
     source="rebuttal (Figure 31b)",
