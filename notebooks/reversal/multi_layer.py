@@ -748,8 +748,8 @@ for cid, (names, what, where) in VARIANT_CLAIMS.items():
 ledger.check(
     "stored-untied-rank-chance",
     "with an untied output (the paper's code's, in effect; 10 seeds each, vocabulary "
-    "800 and 1,600), the held-out answer ranks at chance or below among its type: every "
-    "seed's MRR over chance below 2",
+    "800 and 1,600), the held-out answer ranks at chance or below among its type: "
+    "every seed's MRR over chance below 2",
     sweep.loc[
         sweep["setting"].isin(["untied output", "vocabulary 1600, untied output"]),
         "mrr_x",
