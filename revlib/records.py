@@ -332,15 +332,16 @@ def load(where: str | os.PathLike, curves: bool = False):
     return pd.DataFrame(rows)
 
 
-def extra_of(df, path: str) -> np.ndarray:
-    """Each row's own value of the extras field ``path`` (dotted: ``"summary.x"``) in a
-    :func:`load` frame. A record of several seeds stores one entry per seed there, and a
+def extra_of(df, *path: str) -> np.ndarray:
+    """Each row's own value of the extras field at ``path`` (its keys in turn:
+    ``extra_of(df, "summary", "relation.val_unseen.diag_hit")``) in a :func:`load`
+    frame. A record of several seeds stores one entry per seed there, and a
     row takes the entry of its seed (``seed_index``); a record of one seed, its only
     entry. ``[rows]``, floats."""
     out = []
     for extras, i in zip(df["extras"], df["seed_index"]):
         value = extras
-        for key in path.split("."):
+        for key in path:
             value = value[key]
         value = np.asarray(value, dtype=float).reshape(-1)
         out.append(value[int(i)] if value.size > 1 else value[0])

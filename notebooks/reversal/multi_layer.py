@@ -667,7 +667,7 @@ groups = {}
 sweep["mrr_x"] = records.extra_of(sweep, "heldout_mrr") / records.extra_of(
     sweep, "chance_mrr"
 )
-sweep["hit"] = records.extra_of(sweep, f"summary.relation.{panel}.diag_hit")
+sweep["hit"] = records.extra_of(sweep, "summary", f"relation.{panel}.diag_hit")
 for name, rows in sweep.groupby("setting", sort=False):
     groups[name] = dict(
         n=len(rows),
@@ -843,7 +843,7 @@ ledger.glue(
 )
 _ = ledger.glue("d768_mrr", np.median(big_mrr), print_tol=1.0)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Stored runs at the paper's vocabulary (800 + 2): training (blue) and held-out (orange) NLL against epochs, median and min-max band over seeds, $\log|V|$ dotted. Top left: the book's model for the paper's 3,000 epochs (10 seeds, CPU; the paper's Figure 1 length). Top right: one layer at d = 768, untied (10 seeds, GPU). Bottom left: the same, tied (10 seeds, GPU, stopped at 97% of its steps). Bottom right: the paper's own 24-layer, d = 768 model (3 seeds, GPU, stopped at 1,250 of 3,000 epochs).", "name": "fig-multilayer-paper-scale"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Stored runs at the paper's vocabulary (800 + 2): training (blue) and held-out (orange) NLL against epochs, median and min-max band over seeds, $\\log|V|$ dotted. Top left: the book's model for the paper's 3,000 epochs (10 seeds, CPU; the paper's Figure 1 length). Top right: one layer at d = 768, untied (10 seeds, GPU). Bottom left: the same, tied (10 seeds, GPU, stopped at 97% of its steps). Bottom right: the paper's own 24-layer, d = 768 model (3 seeds, GPU, stopped at 1,250 of 3,000 epochs).", "name": "fig-multilayer-paper-scale"}}
 fig, axes = plt.subplots(2, 2, figsize=(12, 6.4), sharey=True)
 long_rows = sweep[sweep["setting"] == "3,000 epochs"]
 panels = [("2 layers, d = 64, 3,000 epochs (CPU)", long_rows)]
