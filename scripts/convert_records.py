@@ -3,10 +3,11 @@
 One-off (issue 17): ``data/allocation_sweep.json`` (the allocation sweep) and
 ``data/lm_laser_sweep.json`` (the LASER sweep of the pretrained LM) are rewritten in
 place, every number copied as it is (curves ``[E, S]`` are transposed to the records'
-``[S][E]``, nothing is recomputed or rounded). Provenance the old files did not keep (revlib version, CPU kernel level) is
-``null``; each record says ``"converted": "scripts/convert-records"``. A file already in
-the record format is left alone. ``tests/test_records.py`` checks the numbers against
-the originals. Run: ``scripts/convert-records`` (from the repository root).
+``[S][E]``, nothing is recomputed or rounded). Provenance the old files did not keep
+(revlib version, CPU kernel level) is ``null``; each record says ``"converted":
+"scripts/convert-records"``. A file already in the record format is left alone.
+``tests/test_records.py`` checks the numbers against the originals. Run:
+``scripts/convert-records`` (from the repository root).
 """
 
 from __future__ import annotations

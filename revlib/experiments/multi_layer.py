@@ -382,9 +382,14 @@ def orthogonality_ratio(summary: dict, config: Config) -> np.ndarray:
     model at its initial weights, which is what either would leave the embeddings at
     (built here: the stored run cannot be trained again)."""
     if not (config.no_training or config.freeze_embeddings):
-        return np.asarray(summary["offdiag_abs_mean"]) / np.asarray(
-            summary["gaussian_abs_mean"]
+        # the GPU records of scripts/gpu_runs.py (commit 821f19c) name them apart
+        mean = summary.get(
+            "offdiag_abs_mean", summary.get("embedding_offdiag_abs_mean")
         )
+        gauss = summary.get(
+            "gaussian_abs_mean", summary.get("gaussian_offdiag_abs_mean")
+        )
+        return np.asarray(mean) / np.asarray(gauss)
     data = reversal_sequences(
         config.vocab, config.word_size, config.seeds, config.split_ratio, False
     )
