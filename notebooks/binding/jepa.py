@@ -902,13 +902,16 @@ plt.show()
 import json
 
 LONG = json.loads(Path("../../data/long_runs/jepa_paper_2500.partial.json").read_text())
-gpu_long = records.load("../../data/gpu_runs/jepa_paper.json", curves=True).iloc[0]
+GPU_LONG = Path("../../data/gpu_runs/jepa_paper.json")
+gpu_long = records.load(GPU_LONG, curves=True).iloc[0]
+# a run the GPU budget stopped is a partial record: the step it reached is in the file
+gpu_stopped = int(json.loads(GPU_LONG.read_text())["stopped_at_step"])
 long_runs = {
     f"CPU, to step {LONG['step']:,} ({LONG['cpu_seconds'] / 3600:.1f} CPU-h)": (
         np.array(LONG["evaluations"]["steps"]),
         {k: np.array(LONG["evaluations"][k]) for k in ("test_acc", "test_mrr")},
     ),
-    f"GPU, to step {int(gpu_long['stopped_at_step']):,}": (
+    f"GPU, to step {gpu_stopped:,}": (
         np.array(gpu_long["curve.steps"]),
         {k: gpu_long[f"curve.{k}"] for k in ("test_acc", "test_mrr")},
     ),
@@ -973,7 +976,7 @@ ledger.glue("long_last_eval", cpu_steps[-1], digits=0)
 ledger.glue("long_acc", cpu_curves["test_acc"][-1], digits=3)
 ledger.glue("long_mrr", cpu_curves["test_mrr"][-1], digits=3)
 ledger.glue("long_exponent", b_cpu, digits=3)
-ledger.glue("gpu_long_step", int(gpu_long["stopped_at_step"]), digits=0)
+ledger.glue("gpu_long_step", gpu_stopped, digits=0)
 ledger.glue("gpu_long_acc", np.asarray(gpu_long["curve.test_acc"])[-1], digits=3)
 _ = ledger.glue(
     "long_need_log10",
