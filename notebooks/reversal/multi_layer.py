@@ -48,7 +48,7 @@ if "google.colab" in sys.modules:
 
 # %% tags=["parameters"]
 SEED = 0  # base seed; seeds SEED, SEED+1, ... train side by side
-N_SEEDS = 4  # seeds of the main configuration
+N_SEEDS = 5  # seeds of the main configuration ("at chance" needs at least 5)
 VARIANT_SEEDS = 3  # seeds of each variant (fewer, to fit the time budget)
 VOCAB = 200  # entity ids; model vocabulary VOCAB + 2 (the paper: 800)
 # Step budgets follow the data: AdamW steps of batch 64 (lr 0.01, as in the paper's
@@ -87,7 +87,7 @@ from revlib.report import approx
 # Tolerances of the printed numbers: each covers the largest move of its number over 5
 # fresh seeds (tests/seed_spread.json: a trained transformer's per-seed value moves
 # between machines as a fresh seed's would) and stays below the margin of its claim.
-TOL_TRAIN, TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_STAT = 0.01, 1.5, 0.6, 2.0
+TOL_TRAIN, TOL_MRR_RATIO, TOL_NLL_RATIO, TOL_STAT = 0.01, 1.5, 1.0, 2.0
 # The median seed's held-out MRR over chance moved by 0.4 over 5 fresh seeds, where a
 # single seed moved by up to 1.4 (one reached 2.35 times chance): the claim is stated
 # on the median, and the per-seed range is printed.
@@ -108,7 +108,7 @@ TOL_VAR_MRR_RATIO, TOL_VAR_NLL_RATIO = 1.5, 0.6
 TOL_VAR_TRAIN, VAR_FIT_BELOW = 0.15, 0.2
 
 plot.set_theme()
-base = ledger.config(ml.Config(vocab=VOCAB, seed=SEED, n_seeds=N_SEEDS))
+base = ledger.config(ml.Config(vocab=VOCAB, seed=SEED, n_seeds=N_SEEDS, tied=False))
 base = replace(base, steps=ml.steps_for(base, EPOCHS))
 print(
     f"vocabulary {base.model_vocab} (log |V| = {math.log(base.model_vocab):.3f}), "
@@ -118,10 +118,17 @@ print(
 # %% [markdown]
 # ## 1. Training NLL falls to zero; the held-out answer ranks at chance
 #
-# Main configuration: 2 layers, 4 heads, $d=64$, learned absolute positions, tied input and
-# output embeddings (as GPT-2), AdamW with lr 0.01, weight decay 0.01 (the value the paper's
-# code actually applies) and batches of 64. The loss is on the answer token only. An "epoch"
-# below is the number of training sentences seen divided by the training-set size.
+# Main configuration: 2 layers, 4 heads, $d=64$, learned absolute positions, an output layer
+# untied from the input embeddings, AdamW with lr 0.01, weight decay 0.01 (the value the
+# paper's code actually applies) and batches of 64. The loss is on the answer token only. An
+# "epoch" below is the number of training sentences seen divided by the training-set size.
+#
+# Why untied: GPT-2 ties its output layer to its input embeddings, but the paper's released
+# code replaces the transformer after the weights are tied, so its head stays tied to an
+# embedding the model no longer uses: in effect untied (our reading of the code). The untied
+# model is also the one that shows the paper's Figure 2 (no unseen diagonal). The tied model is
+# trained beside it in section 2 and reported with its numbers: it leaks a little of the
+# reverse direction.
 #
 # The paper reads the curse off the held-out NLL, which stays above $\log|V|$. A mean NLL can
 # sit above $\log|V|$ while the right answer still ranks first, so we also rank the held-out
@@ -150,11 +157,11 @@ ledger.precondition(
 ledger.check(
     "heldout-rank-chance",
     "the held-out answer ranks at chance among the "
-    "entities of its type: the median seed's MRR is below 2 times chance (MRR over "
-    "chance)",
-    np.median(main.heldout_mrr / main.chance_mrr),
+    "entities of its type: every seed's MRR is below 2 times chance (MRR over chance, "
+    "per seed)",
+    main.heldout_mrr / main.chance_mrr,
     below=2.0,
-    print_tol=TOL_MRR_MEDIAN,
+    print_tol=TOL_MRR_RATIO,
     kind="paper",
     negative=True,
     source="Figure 1",
@@ -191,7 +198,7 @@ ledger.glue("mrr_max", main.heldout_mrr.max(), print_tol=TOL_MRR_RATIO * 0.09)
 ledger.glue("chance", main.chance_mrr.mean(), digits=3)
 _ = ledger.glue("log_v", log_v, digits=2)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Training and held-out NLL of the answer token against epochs (2 layers, 4 heads, d = 64, vocabulary 200 + 2, 50 pairs, 300 AdamW steps, 4 seeds: median and min-max band). Dotted: $\\log|V|$, a uniform guess. The paper's Figure 1 uses 24 layers, d = 768, vocabulary 800 + 2, 3000 epochs and 10 seeds.", "name": "fig-multilayer-nll"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Training and held-out NLL of the answer token against epochs (2 layers, 4 heads, d = 64, vocabulary 200 + 2, 50 pairs, untied output, 300 AdamW steps, 5 seeds: median and min-max band). Dotted: $\\log|V|$, a uniform guess. The paper's Figure 1 uses 24 layers, d = 768, vocabulary 800 + 2, 3000 epochs and 10 seeds.", "name": "fig-multilayer-nll"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 plot.seed_band(ax, main.epochs, main.train_nll, label="training sentences")
 plot.seed_band(ax, main.epochs, main.val_nll, label="held-out direction")
@@ -213,19 +220,19 @@ plt.show()
 #
 # Two numbers per panel: the mean diagonal logit minus the mean off-diagonal logit, and the
 # fraction of rows whose largest entry is on the diagonal (chance: one over the panel size).
-# Because the paper's GPT-2 ties its input and output embeddings, so does our main model; we
-# also train the same model with an untied output layer.
+# The same model with its output layer tied to the input embeddings (as GPT-2) trains beside
+# the main one.
 
 # %%
-untied = ml.run(replace(base, tied=False))
+tied = ml.run(replace(base, tied=True))
 
 # %% tags=["hide-input"]
 PANELS = ["train_forward", "train_backward", "val_seen", "val_unseen"]
 stats = {}
 for label, res, readout in [
-    ("tied, after relation", main, "relation"),
-    ("tied, entity only (paper)", main, "entity"),
-    ("untied, after relation", untied, "relation"),
+    ("untied, after relation", main, "relation"),
+    ("untied, entity only (paper)", main, "entity"),
+    ("tied, after relation", tied, "relation"),
 ]:
     print(label)
     for p in PANELS:
@@ -247,14 +254,14 @@ ledger.glue("hit_chance", 1 / n_val, digits=2)
 seen_hits = np.concatenate(
     [
         stats[lab, p][1]
-        for lab in ("tied, after relation", "untied, after relation")
+        for lab in ("untied, after relation", "tied, after relation")
         for p in PANELS[:3]
     ]
 )
 ledger.check(
     "seen-diagonals",
     "in the trained and seen panels the diagonal is the row "
-    "maximum (smallest fraction of rows over panels, tied and untied, and seeds)",
+    "maximum (smallest fraction of rows over panels, untied and tied, and seeds)",
     seen_hits.min(),
     above=0.9,
     print_tol=0.05,
@@ -265,87 +272,106 @@ ledger.check(
 )
 ratio = {
     lab: stats[lab, "val_unseen"][0] / stats[lab, "val_seen"][0]
-    for lab in ("tied, after relation", "untied, after relation")
+    for lab in ("untied, after relation", "tied, after relation")
 }
 ledger.precondition(
-    "untied-fit",
-    "the untied model fits its training sentences (final answer NLL, per seed)",
-    untied.train_nll[-1],
+    "tied-fit",
+    "the tied model fits its training sentences (final answer NLL, per seed)",
+    tied.train_nll[-1],
     below=0.1,
     print_tol=TOL_TRAIN,
 )
 ledger.check(
     "unseen-weaker",
-    "the unseen diagonal contrast is below 0.6 of the seen one "
-    "(tied and untied, per seed)",
+    "the unseen diagonal contrast is below 0.7 of the seen one "
+    "(untied and tied, per seed)",
     np.concatenate(list(ratio.values())),
-    below=0.6,
-    print_tol=0.22,  # a tied seed moved 0.37 -> 0.15 over 5 fresh seeds
+    below=0.7,
+    print_tol=0.25,  # a tied seed moved by 0.221 over 5 fresh seeds
     kind="paper",
     negative=True,
     source="Figure 2",
     paper="no diagonal in the unseen panel (no number)",
     broken_by=("reverse_in_training",),
-    requires=("fit", "untied-fit"),
+    requires=("fit", "tied-fit"),
 )
+# A row's maximum falls on the diagonal by chance in one row of n_val: with flat rows the
+# count over a seed's 15 rows is binomial (a single seed reaches three rows, three times
+# chance, about once in 14), so the claim is on the rows of all seeds together, and its
+# bound is three times chance: at 2 times, a fresh set of 5 seeds would fail about once
+# in 40 and CI's 2 seeds about once in 7 by chance alone. The stored runs below, 10 seeds
+# of 60 rows, test twice chance.
+unseen_hit = stats["untied, after relation", "val_unseen"][1]
 ledger.check(
-    "untied-unseen-chance",
-    "with an untied output layer the unseen diagonal is "
-    "the row maximum in fewer than 0.3 of the rows (chance: one over the panel "
-    "size; median seed)",
-    np.median(stats["untied, after relation", "val_unseen"][1]),
-    below=0.3,
-    print_tol=0.1,
+    "unseen-top1-chance",
+    "the unseen diagonal is the row maximum near chance: in "
+    "less than three times the chance share of rows, over the rows of all seeds (in "
+    "units of chance)",
+    unseen_hit.mean() * n_val,
+    below=3.0,
+    print_tol=1.0,
     kind="paper",
     negative=True,
     source="Figure 2",
     paper="no diagonal in the unseen panel (no number)",
+    paper_value=1.0,
     broken_by=("reverse_in_training",),
-    requires=("untied-fit",),
+    requires=("fit",),
+)
+ledger.glue("unseen_hit_seed_max", unseen_hit.max() * n_val, digits=0)
+ledger.check(
+    "tied-unseen-leak",
+    "with the output tied to the input embeddings the "
+    "unseen diagonal is the row maximum in more than twice the chance share of rows "
+    "(median seed, in units of chance): the tie leaks the reverse direction",
+    np.median(stats["tied, after relation", "val_unseen"][1]) * n_val,
+    above=2.0,
+    print_tol=5.0,  # the median tied seed's share moved by 4 units over fresh seeds
+    kind="ours",
+    broken_by=("no_training",),
+    requires=("tied-fit",),
 )
 # Spread of the logits within a row: the untied unseen rows are flat, because their
-# answers
-# never occur as answers in training and their output rows share the same updates.
+# answers never occur as answers in training and their output rows share the same updates.
 spread = {
     (name, p): res.heatmaps["relation"][p].std(axis=2).mean(axis=1)
-    for name, res in [("tied", main), ("untied", untied)]
+    for name, res in [("untied", main), ("tied", tied)]
     for p in ["val_seen", "val_unseen"]
 }
 for (name, p), v in spread.items():
     print(f"{name} {p}: mean within-row std of the logits {approx(np.median(v), 1.0)}")
     ledger.glue(f"spread_{name}_{p}", np.median(v), print_tol=1.0)
 ledger.check(
-    "untied-unseen-flat",
-    "with an untied output layer the unseen rows are flat: "
-    "within-row spread of the logits below 0.1 of the seen rows' (per seed)",
+    "unseen-flat",
+    "the unseen rows are flat: within-row spread of the "
+    "logits below 0.1 of the seen rows' (untied output, per seed)",
     spread["untied", "val_unseen"] / spread["untied", "val_seen"],
     below=0.1,
     print_tol=0.03,
     kind="ours",
     broken_by=("reverse_in_training",),
-    requires=("untied-fit",),
+    requires=("fit",),
 )
 ledger.check(
-    "untied-heldout-rank-chance",
-    "with an untied output layer the held-out answer "
-    "ranks at chance among its type (MRR over chance, per seed)",
-    untied.heldout_mrr / untied.chance_mrr,
-    below=3.0,
-    print_tol=TOL_MRR_RATIO,
+    "tied-heldout-not-learnt",
+    "with the output tied to the input embeddings the "
+    "held-out answer is still not learnt: the median seed's MRR is below 2 times "
+    "chance (MRR over chance)",
+    np.median(tied.heldout_mrr / tied.chance_mrr),
+    below=2.0,
+    print_tol=TOL_MRR_MEDIAN,
     kind="ours",
     negative=True,
     broken_by=("reverse_in_training",),
-    requires=("untied-fit",),
+    requires=("tied-fit",),
 )
-ledger.glue("untied_mrr_min", untied.heldout_mrr.min(), print_tol=TOL_MRR_RATIO * 0.09)
-_ = ledger.glue(
-    "untied_mrr_max", untied.heldout_mrr.max(), print_tol=TOL_MRR_RATIO * 0.09
-)
+ledger.glue("tied_mrr_min", tied.heldout_mrr.min(), print_tol=TOL_MRR_RATIO * 0.09)
+_ = ledger.glue("tied_mrr_max", tied.heldout_mrr.max(), print_tol=TOL_MRR_RATIO * 0.09)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Logits of answer $j$ after the input of sentence $i$ (seed SEED, read after the relation token), for the model with tied embeddings (top, as GPT-2) and with an untied output layer (bottom). Training pairs forward and backward, then the one-direction pairs in their seen and unseen (held-out) direction. Scale as in the NLL figure; the paper's Figure 2 uses the default 24-layer model and reads the logits with the relation token removed.", "name": "fig-multilayer-heatmaps"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Logits of answer $j$ after the input of sentence $i$ (seed SEED, read after the relation token), for the main model with an untied output layer (top) and for the same model with its output tied to the input embeddings (bottom, as GPT-2). Training pairs forward and backward, then the one-direction pairs in their seen and unseen (held-out) direction. Scale as in the NLL figure; the paper's Figure 2 uses the default 24-layer model and reads the logits with the relation token removed.", "name": "fig-multilayer-heatmaps"}}
 titles = ["train forward", "train backward", "validation, seen", "validation, unseen"]
 fig, axes = plt.subplots(2, 4, figsize=(13, 6.4))
-for row, (name, res) in enumerate([("tied", main), ("untied", untied)]):
+for row, (name, res) in enumerate([("untied", main), ("tied", tied)]):
     maps = [res.heatmaps["relation"][p][0] for p in PANELS]
     vmax = max(float(np.abs(m).max()) for m in maps)
     for ax, m, title in zip(axes[row], maps, titles):
@@ -367,8 +393,9 @@ plt.show()
 # ## 3. The rebuttal variants
 #
 # Each variant changes one thing in the main configuration and gets the same signature check:
-# training sentences fitted (median seed below 0.2) and the held-out answer ranked at chance
-# among its type (MRR below four times chance) for every seed. Entities of two tokens double
+# training sentences fitted (median seed below 0.2) and the held-out answer not learnt (MRR
+# below four times chance among its type, for every seed; three seeds a variant are too few
+# to call a variant "at chance", which needs five). Entities of two tokens double
 # the pairs (100, the paper's `min(alphabet^2, 2 alphabet)`), so that run gets twice the
 # steps (the budget is in epochs); NLL is per answer token, so $\log|V|$ stays the uniform
 # level.
@@ -380,7 +407,7 @@ for name, change in ml.VARIANTS.items():
     if change:
         cfg = replace(variant_base, **change)
         variants[name] = ml.run(replace(cfg, steps=ml.steps_for(cfg, EPOCHS)))
-variants["untied output"] = untied
+variants["tied output"] = tied
 
 # %% tags=["hide-input"]
 fit_med = np.array([np.median(r.train_nll[-1]) for r in variants.values()])
@@ -393,7 +420,7 @@ VARIANT_KEYS = [
     "two_token",
     "pos_none",
     "pos_rotary",
-    "untied",
+    "tied",
 ]
 for (name, res), key in zip(variants.items(), VARIANT_KEYS):
     tr, va = res.train_nll[-1], res.val_nll[-1]
@@ -426,9 +453,9 @@ ledger.precondition(
 )
 ledger.check(
     "variants-rank-chance",
-    "under every variant the held-out answer ranks near "
-    "chance among its type: largest MRR over chance among seeds below 4, per variant "
-    "(an answer ranked first: 1 / chance)",
+    "under every variant the held-out answer is not "
+    "learnt: largest MRR over chance among seeds below 4, per variant (an answer "
+    "ranked first: 1 / chance)",
     worst,
     below=4.0,
     print_tol=TOL_VAR_MRR_RATIO,
@@ -444,7 +471,7 @@ ledger.check(
 )
 _ = ledger.glue("variants_train_median_max", fit_med.max(), print_tol=TOL_VAR_TRAIN)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The signature under each variant: training (blue) and held-out (orange) NLL against epochs, median and min-max band over seeds (3 seeds per variant, 4 for the main run and the untied one), with $\\log|V|$ dotted. Main run: 2 layers, 4 heads, d = 64, vocabulary 200 + 2. The paper's rebuttal runs use 1 layer with d = 20 or 768 and 24 layers with d = 20, vocabulary 800 + 2.", "name": "fig-multilayer-variants"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The signature under each variant: training (blue) and held-out (orange) NLL against epochs, median and min-max band over seeds (3 seeds per variant, 5 for the main run and the tied one), with $\\log|V|$ dotted. Main run: 2 layers, 4 heads, d = 64, vocabulary 200 + 2. The paper's rebuttal runs use 1 layer with d = 20 or 768 and 24 layers with d = 20, vocabulary 800 + 2.", "name": "fig-multilayer-variants"}}
 fig, axes = plt.subplots(2, 4, figsize=(13, 5.6), sharey=True)
 for ax, (name, res) in zip(axes.flat, variants.items()):
     plot.seed_band(ax, res.epochs, res.train_nll, color="C0")
@@ -505,7 +532,7 @@ ledger.check(
     "Gaussian's above 1.5 (per seed)",
     cos_ratio[64],
     above=1.5,
-    print_tol=0.5,
+    print_tol=0.3,  # untied: fresh seeds moved it by 0.22
     kind="paper",
     source="rebuttal",
     paper="learned embeddings stay nearly orthogonal (cosine heatmaps, d = 768; "
@@ -572,7 +599,7 @@ ledger.check(
 ledger.glue("icl_val_min", icl.val_nll[-1].min(), print_tol=TOL_TRAIN)
 _ = ledger.glue("icl_val_max", icl.val_nll[-1].max(), print_tol=TOL_TRAIN)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "In-context control: training and held-out NLL of the final token of $[A, \\to, B, \\leftrightarrow, B, \\leftarrow, A]$ (2 layers, 4 heads, d = 64, 50 A's and 10 B's, vocabulary 200 + 3, 200 AdamW steps, 4 seeds). The paper's run uses 100 A's, 10 B's, vocabulary 400 + 3 and the 24-layer model.", "name": "fig-multilayer-in-context"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "In-context control: training and held-out NLL of the final token of $[A, \\to, B, \\leftrightarrow, B, \\leftarrow, A]$ (2 layers, 4 heads, d = 64, 50 A's and 10 B's, vocabulary 200 + 3, 200 AdamW steps, 5 seeds). The paper's run uses 100 A's, 10 B's, vocabulary 400 + 3 and the 24-layer model.", "name": "fig-multilayer-in-context"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 plot.seed_band(ax, icl.epochs, icl.train_nll, label="training sentences")
 plot.seed_band(ax, icl.epochs, icl.val_nll, label="held-out pairs (answer in context)")
@@ -587,7 +614,9 @@ plt.show()
 #
 # Runs too long for this notebook, made by commands and stored in `data/`:
 #
-# - the paper's variants (its Table 3 and rebuttal figures) on the book's model, at the
+# - the paper's variants (its Table 3 and rebuttal figures) on the book's model with its
+#   output tied to the input embeddings (the main configuration before the untied head
+#   replaced it; the untied head is one of the settings), at the
 #   paper's vocabulary of 800 + 2 with 10 seeds each, for 300 epochs
 #   (`scripts/part1-variants`, on a CPU; `data/sweeps/multi_layer`): vocabulary 200, 400,
 #   800 and 1,600; 1, 2, 4 and 8 heads; frozen embeddings; an untied output; entities of
@@ -761,10 +790,14 @@ ledger.check(
     broken_by=("reverse_in_training",),
     requires=("stored-variants-fit",),
 )
-tied = [n for n in groups if "untied" not in n]
-ledger.glue("stored_worst_mrr", max(groups[n]["mrr"] for n in tied), print_tol=1.0)
+tied_settings = [n for n in groups if "untied" not in n]
 ledger.glue(
-    "stored_max_seed_mrr", max(groups[n]["mrr_max"] for n in tied), print_tol=3.0
+    "stored_worst_mrr", max(groups[n]["mrr"] for n in tied_settings), print_tol=1.0
+)
+ledger.glue(
+    "stored_max_seed_mrr",
+    max(groups[n]["mrr_max"] for n in tied_settings),
+    print_tol=3.0,
 )
 ledger.glue("stored_1600_mrr", groups["vocabulary 1600"]["mrr"], print_tol=1.0)
 ledger.glue("stored_1600_max", groups["vocabulary 1600"]["mrr_max"], print_tol=3.0)
@@ -773,9 +806,30 @@ ledger.glue("stored_800_max", groups["main, vocabulary 800"]["mrr_max"], print_t
 ledger.glue("stored_3000_hit", groups["3,000 epochs"]["hit"], print_tol=0.1)
 ledger.glue("stored_800_hit", groups["main, vocabulary 800"]["hit"], print_tol=0.1)
 ledger.glue("stored_untied_hit", groups["untied output"]["hit"], print_tol=0.1)
+untied_800 = sweep.loc[sweep["setting"] == "untied output", "hit"]
+# the one-direction pairs: the unseen panel's rows (chance: one over their number)
+pairs_800 = ml.n_pairs(800, 1)
+panel_rows = pairs_800 - int(round(stored_cfg.split_ratio * pairs_800))
+print(f"vocabulary 800: {panel_rows} unseen rows a seed, chance {1 / panel_rows:.3f}")
+ledger.check(
+    "stored-untied-top1-chance",
+    "with an untied output (vocabulary 800 + 2, 10 seeds, 60 "
+    "unseen rows each), the unseen diagonal is the row maximum at chance: in at most "
+    "twice the chance share of rows, over the rows of all seeds (in units of chance)",
+    untied_800.mean() * panel_rows,
+    below=2.0,
+    print_tol=0.5,
+    kind="paper",
+    negative=True,
+    source="Figure 2",
+    paper="no diagonal in the unseen panel (no number)",
+    paper_value=1.0,
+    broken_by=("reverse_in_training",),
+    requires=("stored-variants-fit",),
+)
 _ = ledger.glue(
     "stored_untied_max",
-    max(groups[n]["mrr_max"] for n in groups if n not in tied),
+    max(groups[n]["mrr_max"] for n in groups if n not in tied_settings),
     print_tol=0.3,
 )
 
