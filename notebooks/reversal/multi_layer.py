@@ -295,12 +295,12 @@ ledger.check(
     broken_by=("reverse_in_training",),
     requires=("fit", "tied-fit"),
 )
-# A row's maximum falls on the diagonal by chance in one row of n_val: with flat rows the
-# count over a seed's 15 rows is binomial (a single seed reaches three rows, three times
-# chance, about once in 14), so the claim is on the rows of all seeds together, and its
-# bound is three times chance: at 2 times, a fresh set of 5 seeds would fail about once
-# in 40 and CI's 2 seeds about once in 7 by chance alone. The stored runs below, 10 seeds
-# of 60 rows, test twice chance.
+# A row's maximum falls on the diagonal by chance in one row of n_val: with flat rows
+# the count over a seed's 15 rows is binomial (a single seed reaches three rows, three
+# times chance, about once in 14), so the claim is on the rows of all seeds together,
+# and its bound is three times chance: at 2 times, a fresh set of 5 seeds would fail
+# about once in 40 and CI's 2 seeds about once in 7 by chance alone. The stored runs
+# below, 10 seeds of 60 rows, test twice chance.
 unseen_hit = stats["untied, after relation", "val_unseen"][1]
 ledger.check(
     "unseen-top1-chance",
@@ -332,7 +332,8 @@ ledger.check(
     requires=("tied-fit",),
 )
 # Spread of the logits within a row: the untied unseen rows are flat, because their
-# answers never occur as answers in training and their output rows share the same updates.
+# answers never occur as answers in training and their output rows share the same
+# updates.
 spread = {
     (name, p): res.heatmaps["relation"][p].std(axis=2).mean(axis=1)
     for name, res in [("untied", main), ("tied", tied)]
