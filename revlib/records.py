@@ -440,6 +440,15 @@ def config_of(row, **changes):
         for f in experiments.config_fields(name)
         if f in row.index and held(row[f])
     }
+    # A column that is NaN for some records of a frame is float for all of them: an
+    # integer field comes back as 0.0, and goes back to int where its default is one.
+    config_class = experiments.experiment(name).Config
+    defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
+    for f, value in fields.items():
+        default = defaults.get(f)
+        integral = isinstance(value, float) and value.is_integer()
+        if integral and isinstance(default, int) and not isinstance(default, bool):
+            fields[f] = int(value)
     return experiments.make_config(name, {**fields, **changes})
 
 

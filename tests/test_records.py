@@ -218,3 +218,16 @@ def test_config_of_takes_the_default_for_a_field_missing_from_the_row():
     )
     cfg = records.config_of(row)
     assert cfg.per_value == 4 and cfg.probes_in_training is False
+
+
+def test_config_of_turns_an_integral_float_back_into_an_integer_field():
+    # A frame that mixes records with and without a field holds it as float: the jepa
+    # controls' warmup_steps came back as 0.0 and failed the Config's integer check.
+    import pandas as pd
+
+    row = pd.Series({"experiment": "jepa", "warmup_steps": 0.0, "steps": 200.0})
+    cfg = records.config_of(row)
+    assert cfg.warmup_steps == 0 and isinstance(cfg.warmup_steps, int)
+    assert cfg.steps == 200 and isinstance(cfg.steps, int)
+    with pytest.raises(ValueError, match="warmup_steps"):
+        records.config_of(pd.Series({"experiment": "jepa", "warmup_steps": 0.5}))

@@ -445,7 +445,9 @@ def gap(hi, lo, keys=("test_acc", "test_mrr")):
 
 
 # The paper's Figure 4 claim, among models that fit: the memory layer generalises better
-# than JEPA 1/1, here at the same learning rate, on every seed against every seed.
+# than JEPA 1/1, here at the same learning rate, on every seed against every seed, by
+# more than twice chance (with the answers shuffled both sit at chance and the memory
+# layer still leads by 0.003 in accuracy: a gap above zero alone is not a finding).
 print(
     f"held-out accuracy, memory against JEPA 1/1 (lr 3e-4): "
     f"{exact(mem_same['test_acc'])} against {exact(jepa_ln['test_acc'])}"
@@ -453,10 +455,10 @@ print(
 ledger.check(
     "memory-beats-jepa",
     "among fitted models the memory layer's held-out accuracy "
-    "and MRR are above JEPA 1/1's, every seed against every seed (lowest minus "
-    "highest)",
+    "and MRR are above JEPA 1/1's by more than twice chance accuracy, every seed "
+    "against every seed (lowest minus highest)",
     gap(mem_same, jepa_ln),
-    above=0.0,
+    above=2 * s_chance_acc,
     print_tol=TOL_S,
     kind="paper",
     source="Figure 4",

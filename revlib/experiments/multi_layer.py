@@ -53,10 +53,14 @@ CONTROLS = (
 )
 SIZE_KNOBS = ("VOCAB",)  # what check-claims --scale multiplies
 # CI's control runs. Under reverse_in_training the variants fit more slowly (twice the
-# facts): their fit is read on the median of the full 3 seeds (one seed of the
-# two-token variant ended at NLL 0.24 on an AVX-512 machine, leaving the claim
-# untested).
-QUICK = {"N_SEEDS": 2, "VARIANT_SEEDS": 1, "reverse_in_training": {"VARIANT_SEEDS": 3}}
+# facts): their fit is read on the median of the full 3 seeds, over 1.5 times the
+# epochs (at the default 226 the untied two-token variant's median seed ended at NLL
+# 0.203, above the fit bound of 0.2, leaving the claim untested).
+QUICK = {
+    "N_SEEDS": 2,
+    "VARIANT_SEEDS": 1,
+    "reverse_in_training": {"VARIANT_SEEDS": 3, "EPOCHS": 340},
+}
 
 TASKS = ("reversal", "in_context")
 
