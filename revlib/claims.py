@@ -736,21 +736,22 @@ class Ledger:
         value,
         print_tol: float | None = None,
         digits: int | None = None,
-    ) -> str:
+    ) -> None:
         """Glue a number (or a short text) for the chapter's prose (the page writes
         ``{nb}`name```, which the book expands to myst-nb's ``{glue:text}`` of its own
         notebook), rounded like the printed lines: with ``print_tol``, to one decimal
         finer than it (nbval compares it within ``print_tol``); without, to ``digits``
         decimals (a number that must not move, e.g. read from a stored run). Arrays are
-        glued as "a–b" (min to max); a string is glued as it is. Returns the glued
-        text."""
+        glued as "a–b" (min to max); a string is glued as it is. Returns nothing, as
+        :meth:`check` does: a glue ending a cell must not print its text as the cell's
+        value, which nbval would compare exactly, without the tolerance."""
         tol = print_tol
         if isinstance(value, str):
             key = f"{self.notebook.split('/')[-1]}.{name}"
             prefix = "application/papermill.record/"
             meta = {"scrapbook": {"name": key, "mime_prefix": prefix}}
             _display({prefix + "text/plain": repr(value)}, meta)
-            return value
+            return
         if tol is None and digits is None:
             raise ValueError(
                 "glue needs print_tol= (a measured number) or digits= (a fixed one)"
@@ -767,7 +768,6 @@ class Ledger:
         if tol is not None:
             meta["revlib_tol"] = float(tol)
         _display({prefix + "text/plain": text}, meta)
-        return text
 
     # -- the ledger --------------------------------------------------------------------
     def as_dict(self) -> dict:

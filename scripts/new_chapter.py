@@ -105,7 +105,7 @@ print(f"fitted slope per seed: {{approx(result.slope, TOL_SLOPE)}} (true slope "
 ledger.check("slope-found", "the fitted slope is within 0.5 of the true one (per seed)",
              np.abs(result.slope - result.config.slope), below=0.5, print_tol=TOL_SLOPE,
              kind="ours", broken_by=("labels_shuffled",))
-_ = ledger.glue("slope", np.median(result.slope), print_tol=TOL_SLOPE)
+ledger.glue("slope", np.median(result.slope), print_tol=TOL_SLOPE)
 
 # %% tags=["hide-input"]
 ledger.summary()

@@ -100,6 +100,22 @@ def test_notebook_executed_with_outputs(src):
 
 
 @pytest.mark.parametrize("src", NOTEBOOK_SOURCES, ids=lambda p: p.stem)
+def test_no_cell_shows_its_value(src):
+    """Numbers reach the page through print (approx: with their tolerance) or glue (the
+    tolerance in the output's metadata). A cell's value (an execute_result) carries no
+    tolerance, so nbval compares it exactly: a glued value ending a cell once did, and
+    failed on a re-run that moved it within its tolerance."""
+    nb = json.loads(src.with_suffix(".ipynb").read_text())
+    shown = [
+        i
+        for i, c in enumerate(nb["cells"])
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "execute_result"
+    ]
+    assert not shown, f"cells {shown} show their value: end them with a statement"
+
+
+@pytest.mark.parametrize("src", NOTEBOOK_SOURCES, ids=lambda p: p.stem)
 def test_notebook_records_the_machine_that_made_its_outputs(src):
     nb = json.loads(src.with_suffix(".ipynb").read_text())
     prov = nb["metadata"].get("revlib", {}).get("provenance", {})

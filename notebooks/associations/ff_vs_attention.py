@@ -284,7 +284,7 @@ ledger.check(
     paper="the FF learns the noise first (no number; steps unknown)",
     broken_by=("no_noise",),
 )
-_ = ledger.glue("lead", med(lead), print_tol=100)
+ledger.glue("lead", med(lead), print_tol=100)
 
 # %% mystnb={"figure": {"caption": "Training curves on clean test data (tiny-Shakespeare bigrams, d = 64, T = 64, batch 32, alpha = 0.5, SGD lr 0.03 with momentum; 2 seeds, line: median, band: min-max). Left: p(tau) of the full model and with FF2 removed, and the recall accuracy with FF2 removed. Middle: layer-2 attention mass on earlier ybar and tau positions (noisy test data). Right: the FF2 margin of tau for the trigger embedding. The paper trains d = 256, T = 256, batch 512 for 5000 steps; its curve values are not known to us.", "name": "fig-ffattn-curves"}} tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
@@ -319,15 +319,20 @@ plt.show()
 # of $d$, and what it logs (`ffn2_w1_01`, `ffn2_w1_02`) is the *input* matrix $W_1$.
 
 # %% tags=["hide-input"]
-# Probabilities under partial-rank truncation spread further: with AVX-512 kernels a
-# seed moved 0.24 -> 0.11 (against AVX2), as a fresh seed would.
-TOL_RANK = 0.2
+# Per-seed values under partial-rank truncation move like a fresh seed's between runs:
+# in one full scripts/test on the machine that made these outputs, one seed's
+# W1-truncated accuracy came out 0.48 against 0.19 stored (two re-runs alone matched
+# the stored values exactly; the cause is not found). Over 3 fresh pairs of seeds
+# (11, 23, 37) the largest move of a printed value from the stored one was 0.16 for
+# p(tau) and p(ybar) and 0.40 for accuracy, W1 and W2 alike: the tolerances cover it.
+TOL_RANK, TOL_RANK_ACC = 0.2, 0.45
+TOLS_RANK = {"p_tau": TOL_RANK, "p_ybar": TOL_RANK, "acc": TOL_RANK_ACC}
 print("rank: p(tau) per seed | p(ybar) per seed | accuracy per seed")
 for i, r in enumerate(main.ranks):
     print(
         f"{r:4d}: "
         + " | ".join(
-            approx(main.sweep[k][i], TOL_RANK) for k in ("p_tau", "p_ybar", "acc")
+            approx(main.sweep[k][i], TOLS_RANK[k]) for k in ("p_tau", "p_ybar", "acc")
         )
     )
 sw = main.sweep
@@ -354,7 +359,7 @@ ledger.check(
 )
 ledger.glue("rank_low", np.array(main.ranks)[low], digits=0)
 ledger.glue("rank_low_p_tau", sw["p_tau"][low], print_tol=TOL_RANK)
-ledger.glue("rank_low_acc", sw["acc"][low], print_tol=TOL_RANK)
+ledger.glue("rank_low_acc", sw["acc"][low], print_tol=TOL_RANK_ACC)
 
 # %% tags=["hide-input"]
 w1 = main.sweep_w1
@@ -363,7 +368,7 @@ print("W1 truncated, rank: p(tau) per seed | p(ybar) per seed | accuracy per see
 for i, r in enumerate(main.ranks):
     print(
         f"{r:4d}: "
-        + " | ".join(approx(w1[k][i], TOL_RANK) for k in ("p_tau", "p_ybar", "acc"))
+        + " | ".join(approx(w1[k][i], TOLS_RANK[k]) for k in ("p_tau", "p_ybar", "acc"))
     )
 # the median over rho = 0.1, 0.2 and the seeds of the share of alpha taken from p(tau)
 w1_drop = med((w1["p_tau"][-1] - w1["p_tau"][logged]) / ALPHA)
@@ -410,7 +415,7 @@ ledger.check(
 ledger.glue("w1_low_p_tau", w1["p_tau"][logged], print_tol=TOL_RANK)
 ledger.glue("tau_push_full", tl["W2"][-1], print_tol=TOL_MARGIN)
 ledger.glue("tau_push_w2", tl["W2"][at], print_tol=TOL_MARGIN)
-_ = ledger.glue("tau_push_w1", tl["W1"][at], print_tol=TOL_MARGIN)
+ledger.glue("tau_push_w1", tl["W1"][at], print_tol=TOL_MARGIN)
 
 # %% mystnb={"figure": {"caption": "Rank sweep of FF2's output matrix W2 (solid) and of its input matrix W1 (dashed), d = 64: full rank 64; 2 seeds, line: median, band: min-max; clean test data. Keeping a few top directions of W2 raises p(tau) above the full model's; keeping a few of W1 lowers it, as the paper's truncation does. The original code truncates at rank fractions 0, 0.1 and 0.2 of d = 256 and logs W1; the paper's values are not known to us. The paper-size run is in the next figure.", "name": "fig-ffattn-rank"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -503,7 +508,7 @@ for key in ("p_tau", "p_tau_noff2", "acc_noff2", "ff2_margin"):
     ledger.glue(
         f"var_{key}", vf[key], print_tol=TOL_MARGIN if key == "ff2_margin" else TOL_P
     )
-_ = ledger.glue("first_acc_noff2", main.final("acc_noff2")[0], print_tol=TOL_P)
+ledger.glue("first_acc_noff2", main.final("acc_noff2")[0], print_tol=TOL_P)
 
 # %% mystnb={"figure": {"caption": "The variants over training (d = 64, T = 64, batch 32, alpha = 0.5, one seed each): p(tau) of the full model (solid) and with FF2 removed (dashed), and the accuracy with FF2 removed (dotted). The paper's code has both switches (first_ffn, linear_final_ffn); its curves for them are not known to us.", "name": "fig-ffattn-variants"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))

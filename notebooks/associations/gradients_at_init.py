@@ -84,7 +84,7 @@ print(
     f"{chain.pi[q]:.3f}), tau {chain.symbols[tau]!r} (frequency "
     f"{chain.pi[tau]:.4f}), background entropy = {chain.entropy():.2f} nats"
 )
-_ = ledger.glue("pi_q", chain.pi[q], digits=3)
+ledger.glue("pi_q", chain.pi[q], digits=3)
 
 # %% [markdown]
 # ## 1. The task
@@ -206,7 +206,7 @@ ledger.check(
     paper="FF signal Theta(alpha) against attention O(1/V) (no number)",
     broken_by=("no_noise", "no_attention"),
 )
-_ = ledger.glue("signal_ratio", res.ff_signal / res.attn_signal, print_tol=100)
+ledger.glue("signal_ratio", res.ff_signal / res.attn_signal, print_tol=100)
 
 # %% mystnb={"figure": {"caption": "Gradients at initialisation on real batches (8192 sequences of length 64 per value of alpha; the tiny-Shakespeare character chain, V = 65). Left: the FF margin that one gradient step writes for $q\\to\\tau$ (autograd), against the closed form $\\alpha$. Right: the attention copy signal (autograd), against the exact identity and its leading order $((1-\\alpha)^2+\\alpha^2-1/V)\\rho/(V-1)$; note the scale, about 500 times smaller. The paper uses T = 256; its constants are not known to us.", "name": "fig-grad-init-signals"}} tags=["hide-input"]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -296,7 +296,7 @@ ledger.check(
     "(Section 3.1, rebuttal; no number)",
     broken_by=("no_noise", "no_attention"),
 )
-_ = ledger.glue("snr_ratio", res.ff_snr / res.attn_snr, print_tol=4)
+ledger.glue("snr_ratio", res.ff_snr / res.attn_snr, print_tol=4)
 
 # %% mystnb={"figure": {"caption": "Signal-to-noise ratio of one gradient entry against the batch size (alpha = 0.5, T = 64, 8192 sequences split into batches). FF: the $q\\to\\tau$ margin over its spread, with the closed form (dashed). Attention: the copy signal over the spread of one copy entry; both grow like the square root of the batch size (dotted: slope 1/2), but the attention one starts about 20 times lower. The paper's batch is 512 sequences of length 256.", "name": "fig-grad-init-snr"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))

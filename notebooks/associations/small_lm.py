@@ -148,7 +148,7 @@ print(
 )
 ledger.glue("the_early", the_early, print_tol=0.2)
 ledger.glue("loss_init", h["loss"][0].mean(), print_tol=TOL_LOSS)
-_ = ledger.glue("loss_half", loss_half, print_tol=TOL_LOSS_HALF)
+ledger.glue("loss_half", loss_half, print_tol=TOL_LOSS_HALF)
 
 # %% tags=["hide-input"]
 # the generic continuation is learnt within the first quarter of training (median
@@ -217,7 +217,7 @@ print(
     f"{approx(no_ff / uniform, TOL_NO_FF_X)}"
 )
 ledger.glue("no_ff", no_ff, print_tol=TOL_NO_FF)
-_ = ledger.glue("no_ff_x", no_ff / uniform, print_tol=TOL_NO_FF_X)
+ledger.glue("no_ff_x", no_ff / uniform, print_tol=TOL_NO_FF_X)
 
 # %% mystnb={"figure": {"caption": "The trained models with the last layer's MLP input matrix truncated to a rank (rank 0 removes that MLP), at the IOI answer position of clean test data (2 layers, d = 64, 2 seeds, line: median, band: min-max). No rank moves probability to the IO name, because the model has not learned it. The paper truncates late MLP layers of Pythia, GPT-2 small and Llama-3-8B; its ranks and values are not known to us.", "name": "fig-smalllm-truncation"}} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -352,7 +352,7 @@ print(
 for i in range(len(ex)):
     ledger.glue(f"cut_io_{i}", cut["p_io"][i], digits=3)
     ledger.glue(f"cut_the_{i}", cut["p_the"][i], digits=3)
-_ = ledger.glue("rank_gain_max", rank_gain.max(), digits=3)
+ledger.glue("rank_gain_max", rank_gain.max(), digits=3)
 
 # %% tags=["hide-input"]
 # not the paper's LASER effect: the last FF helps the answer, removing it lowers p(IO)

@@ -212,7 +212,7 @@ for key, name, fit in (
     ledger.glue(f"forward_{key}", r.final("forward_acc"), print_tol=TOL_PROBE)
     ledger.glue(f"reverse_{key}", r.final("reverse_acc"), print_tol=TOL_PROBE)
 ledger.glue("chance", chance, digits=3)
-_ = ledger.glue(
+ledger.glue(
     "std_reverse_k1_seed0", runs["standard"].by_depth(True)[0, 0], print_tol=TOL_DEPTH
 )
 
@@ -419,7 +419,7 @@ ledger.glue(
 ledger.glue("train_min", min(g["train_acc"].min() for g in groups.values()), digits=2)
 ledger.glue("train_max", max(g["train_acc"].max() for g in groups.values()), digits=2)
 ledger.glue("jepa_peak", np.stack(by["JEPA"][large]["curve.probe_acc"]).max(), digits=2)
-_ = ledger.glue("cpu_hours", stored["cpu_seconds"].sum() / 3600, digits=2)
+ledger.glue("cpu_hours", stored["cpu_seconds"].sum() / 3600, digits=2)
 
 # %% mystnb={"figure": {"caption": "Stored runs: value accuracy on never-trained chain variables for the standard transformer (2 layers, lr 3e-3), JEPA (#Rec 1 / #Sem 1) and JEPA with the top-1 memory layer (both LayerNorm, lr 3e-4), d = 64, batch 128, P = 23, 60 chains of 3 sums, 2 seeds each. Left: during training at 16 core entities per value (median and band). Right: final accuracy (line: mean; markers: seeds) against the number of core entities (4, 8, 16 per value). Dotted: chance 1/P. The paper: P = 10,007, 10 entities per value, trees with branching 10-40, up to 3M steps.", "name": "fig-arithmetic-stored"}, "tags": ["hide-input"]}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))

@@ -146,7 +146,7 @@ ledger.glue("all_layers_err", err["sgd_all_layers"].max(), print_tol=TOL_ERR)
 ledger.glue(
     "digits_min", min(digits[n].min() for n in entanglement.EXACT), print_tol=TOL_DIGITS
 )
-_ = ledger.glue("cos", check.overlap, print_tol=TOL_COS)
+ledger.glue("cos", check.overlap, print_tol=TOL_COS)
 
 # %% [markdown]
 # The entanglement itself, measured: one SGD step on $V$ that trains fact $b$ alone (fact
@@ -171,7 +171,7 @@ ledger.check(
     "(the formula; no number)",
     broken_by=("disjoint",),
 )
-_ = ledger.glue("drag", check.drag, print_tol=TOL_COS)
+ledger.glue("drag", check.drag, print_tol=TOL_COS)
 
 # %% mystnb={"figure": {"caption": "Relative error of the one-step formula against a real optimiser step on the last MLP layer of a two-layer transformer (d = 64, float64, step 0.01, 4 seeds; one dot per seed), the change measured by a forward pass after the step. Left of the line: cases the derivation says are exact (float64 round-off). Right: the SGD form applied to Adam, a later Adam step without its momentum history, and SGD on every layer (alpha and beta move). The paper states the SGD formula only; the other cases are ours.", "name": "fig-entanglement-step"}, "tags": ["hide-input"]}
 fig, ax = plt.subplots(figsize=(7, 3.6))

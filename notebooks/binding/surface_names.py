@@ -190,7 +190,7 @@ ledger.glue(
 ledger.glue("live_test_acc", names.final("test_acc"), print_tol=TOL["test"] / 10)
 ledger.glue("live_test_mrr", names.final("test_mrr"), print_tol=TOL["test"])
 ledger.glue("live_chance_acc", chance_acc, digits=4)
-_ = ledger.glue("live_chance_mrr", chance_mrr.mean(), digits=4)
+ledger.glue("live_chance_mrr", chance_mrr.mean(), digits=4)
 
 # %% [markdown]
 # ## 2. One token per entity against names, 20,000 steps (stored runs)
