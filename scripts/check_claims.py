@@ -55,14 +55,6 @@ WITHOUT_SCIENCE_CONTROL = {
         "in-context-learnt",
     },
     "binding/surface_names": {"one-token-mrr", "one-token-acc"},
-    # the four comparisons of stored groups: only swap_groups breaks them (until it was
-    # separated from shuffled_labels, a science control, they counted as controlled)
-    "binding/jepa": {
-        "m20-reverses",
-        "multiplicity-worse",
-        "memory-beats-wide",
-        "deeper-worse",
-    },
     "associations/allocation": {"budget-no-mlp-worst-bigram"},
     "associations/small_lm": {
         "the-first-quarter",
