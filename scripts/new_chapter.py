@@ -48,7 +48,7 @@ State it in the paper's notation.
 
 Every number here is glued from the notebook, never typed: the placeholder fits a
 slope of {{nb}}`slope` (its claim:
-"the slope is found"; under the control `labels_shuffled` it is not).
+"the slope is found"; under the control `shuffled_labels` it is not).
 """
 
 NOTEBOOK = """# ---
@@ -104,7 +104,7 @@ print(f"fitted slope per seed: {{approx(result.slope, TOL_SLOPE)}} (true slope "
       f"{{result.config.slope}})")
 ledger.check("slope-found", "the fitted slope is within 0.5 of the true one (per seed)",
              np.abs(result.slope - result.config.slope), below=0.5, print_tol=TOL_SLOPE,
-             kind="ours", broken_by=("labels_shuffled",))
+             kind="ours", broken_by=("shuffled_labels",))
 ledger.glue("slope", np.median(result.slope), print_tol=TOL_SLOPE)
 
 # %% tags=["hide-input"]
@@ -132,10 +132,10 @@ NOTEBOOK = "{part}/{name}"
 # The notebook's controls (its CONTROL), each with the Config change it makes.
 CONTROLS = (
     Control(
-        "labels_shuffled",
+        "shuffled_labels",
         "science",
         "the targets are shuffled across the inputs, so there is no slope to find",
-        {{"labels_shuffled": True}},
+        {{"shuffled_labels": True}},
     ),
 )
 SIZE_KNOBS = ("N",)  # what check-claims --scale multiplies
@@ -145,19 +145,19 @@ QUICK = {{"N_SEEDS": 2}}  # CI's control runs
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
     """``n`` points ``x ~ N(0, 1)`` per seed, ``y = slope * x + noise * N(0, 1)``.
-    ``labels_shuffled`` (a control): ``y`` is permuted across the points."""
+    ``shuffled_labels`` (a control): ``y`` is permuted across the points."""
 
     n: int = 200
     slope: float = 2.0
     noise: float = 0.5
     n_seeds: int = 3
-    labels_shuffled: bool = False
+    shuffled_labels: bool = False
 
     def __post_init__(self):
         _validate.integer("n", self.n, 2, 10**7)
         _validate.real("slope", self.slope, -100.0, 100.0)
         _validate.real("noise", self.noise, 0.0, 100.0)
-        _validate.boolean("labels_shuffled", self.labels_shuffled)
+        _validate.boolean("shuffled_labels", self.shuffled_labels)
         super().__post_init__()  # seed, n_seeds
 
 
@@ -177,7 +177,7 @@ def run(config: Config) -> Result:
         x = torch.randn(config.n, generator=g, dtype=torch.float64)
         noise = torch.randn(config.n, generator=g, dtype=torch.float64)
         y = config.slope * x + config.noise * noise
-        if config.labels_shuffled:
+        if config.shuffled_labels:
             y = y[torch.randperm(config.n, generator=g)]
         slopes.append(float((x @ y) / (x @ x)))
     return Result(config=config, slope=np.array(slopes))

@@ -776,3 +776,21 @@ def test_a_negative_claim_is_flagged_by_its_wording():
         f"{sorted(unflagged - set(UNFLAGGED_NEGATIVE))}; listed but no longer so: "
         f"{sorted(set(UNFLAGGED_NEGATIVE) - unflagged)}"
     )
+
+
+def test_one_control_one_name():
+    """The same idea goes by one name in every experiment: no synonym of a shared
+    control name is declared, and a name keeps its kind everywhere."""
+    import importlib
+
+    from revlib import experiments
+
+    kinds: dict[str, set[str]] = {}
+    for name in experiments.available():
+        module = importlib.import_module(f"revlib.experiments.{name}")
+        for control in getattr(module, "CONTROLS", ()):
+            kinds.setdefault(control.name, set()).add(control.kind)
+    synonyms = {"labels_shuffled", "shuffle_labels", "untrained", "no_finetuning"}
+    assert not synonyms & set(kinds), sorted(synonyms & set(kinds))
+    assert {n: k for n, k in kinds.items() if len(k) > 1} == {}
+    assert "shuffled_labels" in kinds and kinds["shuffled_labels"] == {"science"}

@@ -67,14 +67,14 @@ def test_its_experiment_validates_and_its_control_removes_the_effect(chapter):
     _, _, module = chapter
     with pytest.raises(ValueError, match="noise"):
         module.Config(noise=-1.0)
-    assert [c.name for c in module.CONTROLS] == ["labels_shuffled"]
+    assert [c.name for c in module.CONTROLS] == ["shuffled_labels"]
     found = module.run(module.Config(n=500, n_seeds=3))
-    shuffled = module.run(module.Config(n=500, n_seeds=3, labels_shuffled=True))
+    shuffled = module.run(module.Config(n=500, n_seeds=3, shuffled_labels=True))
     assert abs(found.slope - 2.0).max() < 0.2 and abs(shuffled.slope).max() < 0.5
 
 
 @pytest.mark.parametrize(
-    "control,outcome", [("none", "holds"), ("labels_shuffled", "fails")]
+    "control,outcome", [("none", "holds"), ("shuffled_labels", "fails")]
 )
 def test_its_notebook_runs_and_its_claim_fails_under_its_control(
     chapter, monkeypatch, control, outcome

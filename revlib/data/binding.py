@@ -21,6 +21,7 @@ Everything carries a leading seed axis ``S``: seed ``s``'s data depends only on 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -200,3 +201,19 @@ def binding_task(
         names=torch.stack(names),
         facts={k: torch.stack(v) for k, v in facts.items()},
     )
+
+
+def shuffle_atomic(task: BindingTask, seeds: list[int]) -> BindingTask:
+    """The task with the tails of its ``atomic`` facts permuted among themselves (per
+    seed, its own stream), so that no trained fact is the reverse of a held-out one:
+    the ``shuffled_labels`` control of the binding chapters."""
+    seeds = _validate.seeds(seeds)
+    atomic = task.facts["atomic"].clone()  # [S, N, 3]
+    if atomic.shape[0] != len(seeds):
+        raise ValueError(
+            f"seeds must give one seed per task seed ({atomic.shape[0]}), got {seeds}"
+        )
+    for i, s in enumerate(seeds):
+        perm = torch.randperm(atomic.shape[1], generator=repro.generator(s + 31_337))
+        atomic[i, :, 2] = atomic[i, perm, 2]
+    return dataclasses.replace(task, facts={**task.facts, "atomic": atomic})

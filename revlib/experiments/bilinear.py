@@ -12,6 +12,7 @@ import torch
 
 from revlib import _validate, repro
 from revlib.config import Control, ExperimentConfig, no_training
+from revlib.data import shuffle_answers
 from revlib.data.bilinear import BilinearTask, bilinear_task
 from revlib.models.bilinear import Bilinear
 from revlib.theory import bilinear as theory
@@ -25,6 +26,13 @@ CONTROLS = (
         "science",
         "the held-out reverse facts are trained too",
         {"reverse_in_training": True},
+    ),
+    Control(
+        "shuffled_labels",
+        "science",
+        "every training fact is answered with another fact's answer (a derangement), "
+        "so no measured pair is trained",
+        {"shuffled_labels": True},
     ),
     no_training("Theta keeps its start"),
 )
@@ -41,9 +49,12 @@ class Config(ExperimentConfig):
     ``"gd"`` (full batch; small ``lr`` approximates gradient flow) or ``"sgd"``
     (``batch_size`` pairs a step).
 
-    Two controls (the notebook's ``CONTROL``), both off by default:
+    Three controls (the notebook's ``CONTROL``), all off by default:
     ``reverse_in_training`` also trains the held-out reverse facts (they are still
-    evaluated as ``reverse_loss``: a "not learnt" claim must then fail); ``no_training``
+    evaluated as ``reverse_loss``: a "not learnt" claim must then fail);
+    ``shuffled_labels`` gives every training fact another fact's answer
+    (:func:`revlib.data.shuffle_answers`), so the pairs the logits are read on are never
+    trained (a "learnt" claim must then fail); ``no_training``
     (:func:`revlib.config.no_training`) makes no optimiser step, so ``Theta`` keeps its
     initial value while the evaluations run as usual.
     """
@@ -62,6 +73,7 @@ class Config(ExperimentConfig):
     eval_points: int = 60
     eval_spacing: str = "log"
     reverse_in_training: bool = False
+    shuffled_labels: bool = False
 
     MAX_SEEDS = 256
 
@@ -74,6 +86,7 @@ class Config(ExperimentConfig):
         _validate.choice("init", self.init, ("zero", "pretrained"))
         _validate.real("init_scale", self.init_scale, 0.0, 10.0)
         _validate.boolean("reverse_in_training", self.reverse_in_training)
+        _validate.boolean("shuffled_labels", self.shuffled_labels)
         super().__post_init__()  # seed, n_seeds; lr, steps, batch_size, eval_*
 
 
@@ -132,6 +145,10 @@ def run(config: Config) -> Result:
             task,
             train_in=torch.cat([task.train_in, task.heldout_in], dim=1),
             train_out=torch.cat([task.train_out, task.heldout_out], dim=1),
+        )
+    if config.shuffled_labels:  # control: every fact answered with another's answer
+        task = dataclasses.replace(
+            task, train_out=shuffle_answers(task.train_out, config.seeds)
         )
     S, r = task.n_seeds, task.coords.shape[-1]
     theta0 = None

@@ -3,6 +3,7 @@ one-layer model and in a small causal transformer, and the correlated-token vari
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -11,6 +12,7 @@ import torch
 
 from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
+from revlib.data import shuffle_answers
 from revlib.data.chains import DIRECT, INDIRECT, ChainTask, chain_task, related_task
 from revlib.models.reparam import Reparam, nll
 from revlib.models.transformer import Transformer, TransformerConfig, check_shape
@@ -25,6 +27,13 @@ CONTROLS = (
         "science",
         "the held-out A_i ~> C_i facts are trained too (the answer given)",
         {"heldout_in_training": True},
+    ),
+    Control(
+        "shuffled_labels",
+        "science",
+        "every training sentence is answered with another sentence's answer (a "
+        "derangement), so no measured one-hop fact is trained",
+        {"shuffled_labels": True},
     ),
 )
 # what check-claims --scale multiplies
@@ -49,7 +58,10 @@ class Config(ExperimentConfig):
     ``epochs`` epochs. Correlated-token variant: ``alphabet`` index tokens,
     ``related_train`` / ``related_heldout`` triples, ``related_epochs`` epochs (``0``
     skips it). Controls: ``heldout_in_training`` trains the held-out "A_i ~> C_i" too
-    (the answer given; the correlated-token variant likewise); ``no_training`` keeps
+    (the answer given; the correlated-token variant likewise); ``shuffled_labels``
+    gives every training sentence another sentence's answer
+    (:func:`revlib.data.shuffle_answers`; the correlated-token variant likewise: its
+    two answer tokens move together); ``no_training`` keeps
     every model at its initial weights (no optimiser step)."""
 
     vocab_size: int = 302
@@ -71,6 +83,7 @@ class Config(ExperimentConfig):
     related_epochs: int = 80
     eval_points: int = 30
     heldout_in_training: bool = False
+    shuffled_labels: bool = False
 
     OPTIMIZER = "gd"  # the reparameterised model's; the transformer's: tf_train_config
 
@@ -89,6 +102,7 @@ class Config(ExperimentConfig):
         )
         _validate.integer("related_epochs", self.related_epochs, 0, 100_000)
         _validate.boolean("heldout_in_training", self.heldout_in_training)
+        _validate.boolean("shuffled_labels", self.shuffled_labels)
         check_shape(self.n_layer, self.n_head, self.d_model)
         _validate.real("tf_lr", self.tf_lr, 0.0, 1e4, lo_open=True)
         _validate.real("weight_decay", self.weight_decay, 0.0, 10.0)
@@ -232,6 +246,18 @@ def _related_nll(
     return -(tok[..., 0] if first_only else tok.sum(-1))
 
 
+def _controlled(task: ChainTask, config: Config, width: int) -> ChainTask:
+    """With ``shuffled_labels``, every training sentence's answer (its last ``width``
+    tokens) is another sentence's."""
+    if not config.shuffled_labels:
+        return task
+    train = task.train
+    answers = shuffle_answers(train[..., -width:], config.seeds)
+    return dataclasses.replace(
+        task, train=torch.cat([train[..., :-width], answers], -1)
+    )
+
+
 def run(config: Config) -> Result:
     """Train the reparameterised model, the transformer and (optionally) the
     correlated-token variant, ``config.n_seeds`` seeds at once."""
@@ -242,6 +268,7 @@ def run(config: Config) -> Result:
         config.seeds,
         heldout_in_training=config.heldout_in_training,
     )
+    task = _controlled(task, config, 1)
     S, V = task.n_seeds, config.vocab_size
     k = task.n_heldout
     s = torch.arange(S)[:, None]
@@ -300,6 +327,7 @@ def run(config: Config) -> Result:
             config.seeds,
             heldout_in_training=config.heldout_in_training,
         )
+        rtask = _controlled(rtask, config, 2)
         rcfg = TransformerConfig(
             vocab_size=rtask.vocab_size,
             block_size=4,

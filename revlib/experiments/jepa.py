@@ -8,15 +8,14 @@ jepa`` (``data/sweeps/jepa``, ``jepa_trends``, and ``jepa_640`` by
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from revlib import _validate, repro
+from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
-from revlib.data.binding import SPLITS, BindingTask, binding_task
+from revlib.data.binding import SPLITS, BindingTask, binding_task, shuffle_atomic
 from revlib.metrics import answer_rank, mean_reciprocal_rank
 from revlib.models.jepa import (
     JEPA,
@@ -155,16 +154,6 @@ def patches(
     return p, last, f[..., 2]
 
 
-def _shuffle_atomic(task: BindingTask, seeds: list[int]) -> BindingTask:
-    """The task with the tails of its ``atomic`` facts permuted (per seed, its own
-    stream)."""
-    atomic = task.facts["atomic"].clone()  # [S, N, 3]
-    for i, s in enumerate(seeds):
-        perm = torch.randperm(atomic.shape[1], generator=repro.generator(s + 31_337))
-        atomic[i, :, 2] = atomic[i, perm, 2]
-    return dataclasses.replace(task, facts={**task.facts, "atomic": atomic})
-
-
 def _memory_keys(task: BindingTask) -> torch.Tensor:
     """One key per entity (its name) and per non-entity token (``<mask>``,
     relations)."""
@@ -180,7 +169,7 @@ def run(config: Config) -> Result:
         config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds
     )
     if config.shuffle_atomic:
-        task = _shuffle_atomic(task, config.seeds)
+        task = shuffle_atomic(task, config.seeds)
     S = config.n_seeds
     data = {k: patches(task, k) for k in SPLITS}
     tr = [torch.cat([data["train"][i], data["atomic"][i]], 1) for i in range(3)]

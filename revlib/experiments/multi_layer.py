@@ -9,6 +9,7 @@ dropout; GPT-2 has 0.1).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ import torch
 
 from revlib import _validate, metrics, probes, repro
 from revlib.config import Control, ExperimentConfig, no_training
+from revlib.data import shuffle_answers
 from revlib.data.reversal_sequences import (
     BACKWARD,
     FORWARD,
@@ -50,6 +52,13 @@ CONTROLS = (
         "the orthogonality claims measure cannot be learnt)",
         {"freeze_embeddings": True},
     ),
+    Control(
+        "shuffled_labels",
+        "science",
+        "every training sentence is answered with another sentence's answer (a "
+        "derangement), so no measured fact is trained and no context holds its answer",
+        {"shuffled_labels": True},
+    ),
 )
 SIZE_KNOBS = ("VOCAB",)  # what check-claims --scale multiplies
 # CI's control runs. Under reverse_in_training the variants fit more slowly (twice the
@@ -77,7 +86,9 @@ class Config(ExperimentConfig):
     ``lr``, ``batch_size``, ``weight_decay`` for ``steps`` steps (:func:`steps_for`
     converts epochs); ``eval_points`` evaluations. Controls: ``reverse_in_training``
     puts the held-out sentences into training (reversal task only: the answer given);
-    ``no_training`` keeps the initial weights (no optimiser step).
+    ``shuffled_labels`` gives every training sentence another sentence's answer (its
+    last ``word_size`` tokens; :func:`revlib.data.shuffle_answers`); ``no_training``
+    keeps the initial weights (no optimiser step).
     """
 
     task: str = "reversal"
@@ -100,6 +111,7 @@ class Config(ExperimentConfig):
     weight_decay: float = 0.01
     eval_points: int = 31
     reverse_in_training: bool = False
+    shuffled_labels: bool = False
 
     OPTIMIZER = "adamw"
     MAX_SEEDS = 256
@@ -117,7 +129,12 @@ class Config(ExperimentConfig):
             _validate.integer("n_y", self.n_y, 2, self.vocab - self.n_x)
             _validate.integer("n_y_train", self.n_y_train, 1, self.n_y - 1)
         _validate.choice("positional", self.positional, POSITIONS)
-        for name in ("reverse_in_training", "tied", "freeze_embeddings"):
+        for name in (
+            "reverse_in_training",
+            "tied",
+            "freeze_embeddings",
+            "shuffled_labels",
+        ):
             _validate.boolean(name, getattr(self, name))
         if self.reverse_in_training and self.task != "reversal":
             raise ValueError(
@@ -251,6 +268,12 @@ def run(config: Config) -> Result:
     else:
         data = in_context_sequences(
             config.vocab, config.n_x, config.n_y, config.n_y_train, config.seeds
+        )
+    if config.shuffled_labels:  # control: every sentence gets another one's answer
+        w = config.word_size if config.task == "reversal" else 1
+        answers = shuffle_answers(data.train[..., -w:], config.seeds)
+        data = dataclasses.replace(
+            data, train=torch.cat([data.train[..., :-w], answers], dim=-1)
         )
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
     T = data.seq_len

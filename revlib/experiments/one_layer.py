@@ -13,6 +13,7 @@ import torch
 
 from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
+from revlib.data import shuffle_answers
 from revlib.data.reversal import ReversalTask, reversal_task, typed_reversal_task
 from revlib.models.reparam import EMBEDDINGS, OneLayer, Reparam, nll
 from revlib.theory import one_layer as theory
@@ -26,6 +27,13 @@ CONTROLS = (
         "science",
         "the held-out backward sentences are trained too",
         {"reverse_in_training": True},
+    ),
+    Control(
+        "shuffled_labels",
+        "science",
+        "every training sentence is answered with another sentence's answer (a "
+        "derangement), so no measured pair is trained",
+        {"shuffled_labels": True},
     ),
     no_training("the models keep their start"),
 )
@@ -41,9 +49,11 @@ class Config(ExperimentConfig):
     ``embedding``, ``init_std`` of ``W_Q, W_K``; ``W_V`` starts at zero) trains
     ``tf_steps`` GD steps of size ``tf_lr``.
 
-    Two controls (the notebook's ``CONTROL``), both off by default:
+    Three controls (the notebook's ``CONTROL``), all off by default:
     ``reverse_in_training`` also trains the held-out backward sentences (still evaluated
-    as held out: a "not learnt" claim must then fail); ``no_training``
+    as held out: a "not learnt" claim must then fail); ``shuffled_labels`` gives every
+    training sentence another sentence's answer (:func:`revlib.data.shuffle_answers`: a
+    "learnt" claim must then fail); ``no_training``
     (:func:`revlib.config.no_training`) makes no optimiser step, so every model keeps
     its initial weights."""
 
@@ -60,6 +70,7 @@ class Config(ExperimentConfig):
     tf_steps: int = 600
     eval_points: int = 40
     reverse_in_training: bool = False
+    shuffled_labels: bool = False
 
     OPTIMIZER = "gd"
 
@@ -75,6 +86,7 @@ class Config(ExperimentConfig):
             )
         _validate.real("init_std", self.init_std, 0.0, 10.0)
         _validate.boolean("reverse_in_training", self.reverse_in_training)
+        _validate.boolean("shuffled_labels", self.shuffled_labels)
         # the transformer's optimiser fields, under their own names
         _validate.real("tf_lr", self.tf_lr, 0.0, 1e4, lo_open=True)
         _validate.integer("tf_steps", self.tf_steps, 1, 10**7)
@@ -153,15 +165,19 @@ def _evaluate(model, task: ReversalTask, Y_of, extra=None):
 def _controlled(task: ReversalTask, config: Config) -> ReversalTask:
     """The task as the control wants it: with ``reverse_in_training`` the held-out
     backward sentences are appended to the training sentences (and stay the held-out
-    set)."""
-    if not config.reverse_in_training:
-        return task
-    return dataclasses.replace(
-        task,
-        train_ctx=torch.cat([task.train_ctx, task.heldout_ctx], dim=1),
-        train_query=torch.cat([task.train_query, task.heldout_query], dim=1),
-        train_target=torch.cat([task.train_target, task.heldout_target], dim=1),
-    )
+    set); with ``shuffled_labels`` every training sentence gets another one's answer."""
+    if config.reverse_in_training:
+        task = dataclasses.replace(
+            task,
+            train_ctx=torch.cat([task.train_ctx, task.heldout_ctx], dim=1),
+            train_query=torch.cat([task.train_query, task.heldout_query], dim=1),
+            train_target=torch.cat([task.train_target, task.heldout_target], dim=1),
+        )
+    if config.shuffled_labels:
+        task = dataclasses.replace(
+            task, train_target=shuffle_answers(task.train_target, config.seeds)
+        )
+    return task
 
 
 def _loss_of(model, task: ReversalTask, config: Config):

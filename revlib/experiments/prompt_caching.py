@@ -50,7 +50,7 @@ LOSSES = ("bce", "sld")
 NOTEBOOK = "caching/prompt_caching"
 CONTROLS = (
     Control(
-        "labels_shuffled",
+        "shuffled_labels",
         "science",
         "the teacher's verdicts (and the theory's targets) are permuted across "
         "training samples",

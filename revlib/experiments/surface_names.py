@@ -15,7 +15,7 @@ import torch
 
 from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
-from revlib.data.binding import SPLITS, BindingTask, binding_task
+from revlib.data.binding import SPLITS, BindingTask, binding_task, shuffle_atomic
 from revlib.metrics import name_metrics
 from revlib.models.transformer import (
     Transformer,
@@ -40,12 +40,24 @@ CONTROLS = (
         "the stored one-token runs are read as the names runs and the other way round",
         swaps=True,
     ),
+    Control(
+        "shuffled_labels",
+        "science",
+        "the answers of the atomic facts are permuted among themselves, so that no "
+        "trained fact is the reverse of a held-out one; the stored one-token runs are "
+        "read from their stored run made so",
+        {"shuffle_atomic": True},
+    ),
     no_training("the live runs keep their initial weights"),
 )
 SIZE_KNOBS = ("N_A", "N_B", "STEPS")  # what check-claims --scale multiplies
 # CI's control runs: the claims that swap_stored and no_training must break read the
 # stored runs and the live re-run (LIVE_STEPS), not the live run of STEPS steps
-QUICK = {"swap_stored": {"STEPS": 20}, "no_training": {"STEPS": 20}}
+QUICK = {
+    "swap_stored": {"STEPS": 20},
+    "no_training": {"STEPS": 20},
+    "shuffled_labels": {"STEPS": 20},
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +66,10 @@ class Config(ExperimentConfig):
     one token per entity). Model: ``n_layer``, ``d_model``, ``n_head``. Optimiser: AdamW
     with ``lr``, ``weight_decay``, ``batch_size``, ``steps``. ``n_eval`` facts per split
     are evaluated. ``reverse_in_training`` (a control): the held-out reverse facts
-    (split ``test``) are trained too, so a test that reads "not learnt" must fail."""
+    (split ``test``) are trained too, so a test that reads "not learnt" must fail.
+    ``shuffle_atomic`` (the control ``shuffled_labels``): the atomic facts' answers are
+    permuted (:func:`revlib.data.binding.shuffle_atomic`), so a test that reads
+    "reversal is learnt" must fail."""
 
     n_a: int = 1000
     n_b: int = 600
@@ -71,11 +86,13 @@ class Config(ExperimentConfig):
     n_eval: int = 1000
     eval_points: int = 11
     reverse_in_training: bool = False
+    shuffle_atomic: bool = False
 
     OPTIMIZER = "adamw"
 
     def __post_init__(self):
         _validate.boolean("reverse_in_training", self.reverse_in_training)
+        _validate.boolean("shuffle_atomic", self.shuffle_atomic)
         _validate.integer("n_a", self.n_a, 2, 10**6)
         _validate.integer("n_b", self.n_b, 2, 10**6)
         _validate.integer("n_rel", self.n_rel, 1, 100)
@@ -113,6 +130,8 @@ def run(config: Config) -> Result:
     task = binding_task(
         config.n_a, config.n_b, config.n_rel, config.multiplicity, config.seeds
     )
+    if config.shuffle_atomic:
+        task = shuffle_atomic(task, config.seeds)
     S, L = config.n_seeds, task.name_length
     seqs = {k: task.sequences(k) for k in SPLITS}
     trained = (
