@@ -571,6 +571,7 @@ def test_an_experiment_declares_its_controls_and_the_ledger_applies_them(
     led = claims.Ledger.of(bilinear, "no_training", size_knobs={"M": 64, "N_PAIRS": 16})
     assert led.control_kinds == {
         "reverse_in_training": "science",
+        "shuffled_labels": "science",
         "no_training": "plumbing",
     }
     assert led.config(bilinear.Config()).no_training

@@ -1,25 +1,27 @@
-"""The JEPA chapter's control option: ``Config.shuffle_atomic`` permutes the answers of
-the atomic facts (heads, relations and the multiset of answers kept), off by default."""
+"""The binding chapters' control option: ``Config.shuffle_atomic`` (jepa and
+surface_names) permutes the answers of the atomic facts (heads, relations and the
+multiset of answers kept), off by default."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from revlib.data.binding import binding_task
-from revlib.experiments import jepa
+from revlib.data.binding import binding_task, shuffle_atomic
+from revlib.experiments import jepa, surface_names
 
 
-def test_shuffle_atomic_is_validated_and_off_by_default():
-    assert jepa.Config().shuffle_atomic is False
+@pytest.mark.parametrize("module", [jepa, surface_names], ids=lambda m: m.NOTEBOOK)
+def test_shuffle_atomic_is_validated_and_off_by_default(module):
+    assert module.Config().shuffle_atomic is False
     with pytest.raises(ValueError, match="shuffle_atomic"):
-        jepa.Config(shuffle_atomic="yes")
+        module.Config(shuffle_atomic="yes")
 
 
 def test_shuffle_atomic_permutes_the_answers_only():
     seeds = [0, 1]
     task = binding_task(40, 24, 2, 4, seeds)
-    out = jepa._shuffle_atomic(task, seeds)
+    out = shuffle_atomic(task, seeds)
     before, after = task.facts["atomic"], out.facts["atomic"]
     assert torch.equal(before[..., :2], after[..., :2])  # heads and relations kept
     for s in range(len(seeds)):
@@ -29,5 +31,11 @@ def test_shuffle_atomic_permutes_the_answers_only():
     for k in ("train", "test"):
         assert torch.equal(task.facts[k], out.facts[k])
     assert torch.equal(task.facts["atomic"], before)  # the input is not changed
-    again = jepa._shuffle_atomic(task, seeds)
+    again = shuffle_atomic(task, seeds)
     assert torch.equal(again.facts["atomic"], after)  # deterministic per seed
+
+
+def test_shuffle_atomic_wants_one_seed_per_task_seed():
+    task = binding_task(40, 24, 2, 4, [0, 1])
+    with pytest.raises(ValueError, match="one seed per task seed"):
+        shuffle_atomic(task, [0])

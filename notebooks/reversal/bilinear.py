@@ -27,11 +27,13 @@
 # span the seeds (line: median; band: min to max).
 #
 # Each claim is checked through a ledger (`revlib.claims`): one line with the value per
-# seed, its test and the margin by which it clears it. Two controls re-run this notebook
-# with the answer given or the training removed, and each claim names the control under
-# which its test must fail: `reverse_in_training` trains the held-out reverse facts too (the
-# "reverse not learnt" claims must fail), `no_training` makes every optimiser step a no-op
-# (the "training works" claims must fail). `scripts/check-claims` runs them.
+# seed, its test and the margin by which it clears it. Three controls re-run this notebook
+# with the answer given, the answers shuffled or the training removed, and each claim names
+# the control under which its test must fail: `reverse_in_training` trains the held-out
+# reverse facts too (the "reverse not learnt" claims must fail), `shuffled_labels` answers
+# every training fact with another fact's answer (the "trained facts are learnt" claim must
+# fail), `no_training` makes every optimiser step a no-op (the "training works" claims must
+# fail). `scripts/check-claims` runs them.
 
 # %% tags=["colab-setup", "remove-cell"]
 # Colab only (it does nothing elsewhere): fetch the book's repository, install
@@ -285,7 +287,7 @@ ledger.check(
     kind="paper",
     source="Section 3",
     paper="trained weights from A to B grow (no number)",
-    broken_by=("no_training",),
+    broken_by=("no_training", "shuffled_labels"),
 )
 ledger.check(
     "heldout-no-diagonal",
