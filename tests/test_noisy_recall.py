@@ -370,3 +370,31 @@ def test_stored_weights_load_reset_and_sweep_both_matrices(tmp_path):
     torch.testing.assert_close(
         model.blocks[0].ff.fc1.weight, res.model.blocks[0].ff.fc1.weight
     )
+
+
+def test_unigram_chain_has_no_bigram_to_learn():
+    # the allocation chapter's control no_bigrams: every row of the chain is the
+    # synthetic unigram, with the synthetic chain's trigger and noise token
+    c, syn = nr.chain("unigram"), nr.chain("synthetic")
+    assert np.allclose(c.cond, syn.pi[None, :]) and c.pi is syn.pi
+    assert not c.cond.flags.writeable and syn.cond is nr.character_statistics()[1]
+    unigram_entropy = float(-(syn.pi * np.log(syn.pi)).sum())
+    assert c.entropy() == pytest.approx(unigram_entropy)
+    d = nr.sample([0, 1], 200, 64, 0.5, chain="unigram")
+    assert (d.trigger, d.noise_token, d.chain) == (
+        nr.TRIGGER,
+        nr.NOISE_TOKEN,
+        "unigram",
+    )
+    # the trigger keeps its frequency, so the recall task keeps its positions
+    assert (d.x == nr.TRIGGER).float().mean() == pytest.approx(syn.pi[0], rel=0.2)
+
+
+def test_allocation_reads_its_chain():
+    from revlib.experiments import allocation
+
+    assert allocation.Config().chain == "synthetic"
+    with pytest.raises(ValueError, match="chain"):
+        allocation.Config(chain="markov")
+    kinds = {c.name: c.kind for c in allocation.CONTROLS}
+    assert kinds["no_bigrams"] == "science"

@@ -1,6 +1,6 @@
 """Noisy in-context recall (Chen, Bruna & Bietti 2025; built on Bietti et al. 2023).
 
-Background text is a first-order Markov chain over ``V = 65`` symbols, one of two
+Background text is a first-order Markov chain over ``V = 65`` symbols, one of the
 :func:`chain` values:
 
 * ``"shakespeare"``: the paper's. The character unigram and bigram counts of
@@ -12,6 +12,10 @@ Background text is a first-order Markov chain over ``V = 65`` symbols, one of tw
 * ``"synthetic"``: the book's first stand-in. A Zipf-like unigram ``pi`` and bigram
   rows ``cond[i] ~ Dirichlet(concentration * pi)``, drawn once from a fixed stream;
   symbol 0 (the most frequent) is the trigger and the rare symbol 63 the noise token.
+* ``"unigram"``: a control, the synthetic chain with its bigram removed: every row of
+  ``cond`` is the unigram ``pi``, so the next symbol does not depend on the current one
+  (the Bayes prediction of the background is the same everywhere), with the synthetic
+  chain's unigram, trigger and noise token.
 
 Symbol ``q`` is the trigger. Each sequence draws its own answer ``ybar ~ Unif([V])``;
 after *every* occurrence of ``q`` the next token is the fixed noise token ``tau`` with
@@ -39,7 +43,7 @@ import torch
 from revlib import _validate, repro
 
 VOCAB_SIZE = 65
-CHAINS = ("shakespeare", "synthetic")
+CHAINS = ("shakespeare", "synthetic", "unigram")
 # the synthetic chain's trigger and noise token (Shakespeare's: ' ' and '!')
 TRIGGER = 0  # q: the most frequent symbol
 NOISE_TOKEN = 63  # tau: a rare symbol (unigram frequency about 0.004)
@@ -100,8 +104,11 @@ def chain(name: str) -> Chain:
 
 @lru_cache(maxsize=4)
 def _build_chain(name: str) -> Chain:
-    if name == "synthetic":
+    if name in ("synthetic", "unigram"):
         pi, cond = character_statistics()
+        if name == "unigram":  # the bigram removed: every row is the unigram
+            cond = np.tile(pi, (VOCAB_SIZE, 1))
+            cond.flags.writeable = False
         symbols = tuple(str(i) for i in range(VOCAB_SIZE))
         return Chain(name, pi, cond, TRIGGER, NOISE_TOKEN, symbols)
     meta = shakespeare_meta()

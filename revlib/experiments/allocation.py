@@ -44,6 +44,14 @@ CONTROLS = (
         "order, and MLP widths 0, d, 2d, 4d as 4d, 2d, d, 0 at each depth",
         swaps=True,
     ),
+    Control(
+        "no_bigrams",
+        "science",
+        "the background chain loses its bigram (the next symbol is drawn from the "
+        "unigram whatever the current one), so there is no bigram for MLP weights to "
+        "store; the stored budget sweep is read from its run made so",
+        {"chain": "unigram"},
+    ),
 )
 SIZE_KNOBS = ("D", "SEQ_LEN", "LIVE_STEPS")  # what check-claims --scale multiplies
 QUICK: dict = {}  # CI's control runs: the default sizes (300 live steps)
@@ -55,7 +63,9 @@ class Config(ExperimentConfig):
     the cross-entropy of every next token of fresh noisy sequences. ``layernorm``:
     pre-LN blocks (their gains and biases then add ``(4 n_layer + 2) d`` weights outside
     the budget); off by default: with it, the 2-layer allocation had barely started the
-    recall after 1500 steps (excess 1.7 nats, one seed), against 0.4 without."""
+    recall after 1500 steps (excess 1.7 nats, one seed), against 0.4 without.
+    ``chain``: the background Markov chain (:data:`revlib.data.noisy_recall.CHAINS`;
+    ``"unigram"`` is the control ``no_bigrams``: no bigram to learn)."""
 
     allocations: tuple[tuple[int, int], ...] = ALLOCATIONS
     d: int = 64
@@ -67,6 +77,7 @@ class Config(ExperimentConfig):
     layernorm: bool = False
     n_test: int = 128
     eval_points: int = 7
+    chain: str = "synthetic"
 
     OPTIMIZER = "adam"
 
@@ -81,6 +92,7 @@ class Config(ExperimentConfig):
         _validate.integer("seq_len", self.seq_len, 8, 4096)
         _validate.real("alpha", self.alpha, 0.0, 1.0, hi_open=True)
         _validate.boolean("layernorm", self.layernorm)
+        _validate.choice("chain", self.chain, nr.CHAINS)
         _validate.integer("n_test", self.n_test, 8, 100_000)
         super().__post_init__()  # seed, n_seeds; steps, lr, batch_size, eval_points
 
@@ -147,10 +159,20 @@ def run(config: Config) -> Result:
     """Train each allocation (seeds batched) and evaluate its excess losses."""
     S, B = config.n_seeds, config.batch_size
     pool = nr.sample(
-        config.seeds, config.steps * B, config.seq_len, config.alpha, stream=0
+        config.seeds,
+        config.steps * B,
+        config.seq_len,
+        config.alpha,
+        stream=0,
+        chain=config.chain,
     )
     test = nr.sample(
-        config.seeds, config.n_test, config.seq_len, config.alpha, stream=3
+        config.seeds,
+        config.n_test,
+        config.seq_len,
+        config.alpha,
+        stream=3,
+        chain=config.chain,
     )
     bayes, background, recall = bayes_losses(test)
     histories, n_params, mlp_params = [], [], []
@@ -281,16 +303,20 @@ def load(path) -> Result:
 
 def main(argv=None) -> None:
     """``python -m revlib.experiments.allocation OUT.json [--n-seeds 3]
-    [--steps 1500]``."""
+    [--steps 1500] [--chain synthetic]``."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("out")
     parser.add_argument("--n-seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--eval-points", type=int, default=16)
+    parser.add_argument("--chain", choices=nr.CHAINS, default="synthetic")
     args = parser.parse_args(argv)
     wall, git = time.time(), records.git_state()  # the code version at the start
     config = Config(
-        n_seeds=args.n_seeds, steps=args.steps, eval_points=args.eval_points
+        n_seeds=args.n_seeds,
+        steps=args.steps,
+        eval_points=args.eval_points,
+        chain=args.chain,
     )
     # one process per allocation (each single-threaded, as repro.setup makes it)
     with multiprocessing.get_context("spawn").Pool(len(config.allocations)) as pool:
