@@ -47,7 +47,6 @@ from revlib import claims  # noqa: E402
 # that is not here, and on an entry here that has one. Remove an entry when its control
 # lands.
 WITHOUT_SCIENCE_CONTROL = {
-    "associations/allocation": {"budget-no-mlp-worst-bigram"},
     "associations/small_lm": {
         "the-first-quarter",
         "the-before-io-stored",
