@@ -398,3 +398,13 @@ def test_allocation_reads_its_chain():
         allocation.Config(chain="markov")
     kinds = {c.name: c.kind for c in allocation.CONTROLS}
     assert kinds["no_bigrams"] == "science"
+
+
+@pytest.mark.parametrize("chain", nr.CHAINS)
+def test_allocation_bayes_losses_are_finite_on_every_chain(chain):
+    from revlib.experiments import allocation
+
+    data = nr.sample([0], 64, 64, 0.5, stream=3, chain=chain)
+    bayes, background, recall = allocation.bayes_losses(data)
+    assert torch.isfinite(bayes).all()
+    assert background.any() and recall.any()

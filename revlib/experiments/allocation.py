@@ -141,7 +141,10 @@ def bayes_losses(
     """Per position ``[S, N, T]``: the Bayes cross-entropy, and masks of background
     positions (input not a trigger) and of recall positions (``data.mask``)."""
     cond = nr.chain(data.chain).cond
-    logc = torch.from_numpy(np.log(cond))
+    # a transition the chain never makes has probability 0 (the Shakespeare chain has
+    # many); it is never a background label, but its -inf would turn the masked means
+    # into NaN, so it is floored as the synthetic chain already is (1e-12)
+    logc = torch.from_numpy(np.log(np.maximum(cond, 1e-12)))
     bayes = -logc[data.x, data.y]
     a = data.alpha
     tau = data.noise_token
