@@ -5,7 +5,8 @@ One-off (issue 17): ``data/allocation_sweep.json`` (the allocation sweep) and
 place, every number copied as it is (curves ``[E, S]`` are transposed to the records'
 ``[S][E]``, nothing is recomputed or rounded). Provenance the old files did not keep
 (revlib version, CPU kernel level) is ``null``; each record says ``"converted":
-"scripts/convert-records"``. A file already in the record format is left alone.
+"scripts/convert-records"``. A file already in the record format is left alone (as
+``data/allocation_sweep.json`` now is: it was made again natively on 2026-12-05).
 ``tests/test_records.py`` checks the numbers against the originals. Run:
 ``scripts/convert-records`` (from the repository root).
 """

@@ -26,11 +26,13 @@
 # in-context part).
 #
 # A live run trains one seed of each allocation for a few hundred steps. The longer,
-# two-seed sweep was run by `python -m revlib.experiments.allocation
-# data/allocation_sweep.json --n-seeds 2 --steps 1500` (a record of `revlib.records`);
+# five-seed sweep was run by `python -m revlib.experiments.allocation
+# data/allocation_sweep.json --n-seeds 5 --steps 1500` (a record of `revlib.records`);
 # this notebook loads its file and plots it. Its science control, the same sweep on the
 # chain with its bigram removed (`--chain unigram`, stored in
-# `data/allocation_sweep_unigram.json`), is read in its place under `no_bigrams`.
+# `data/allocation_sweep_unigram.json`), is read in its place under `no_bigrams`; the
+# same sweep on the paper's tiny-Shakespeare chain (`--chain shakespeare`,
+# `data/allocation_sweep_shakespeare.json`) is shown beside it.
 
 # %% tags=["colab-setup", "remove-cell"]
 # Colab only (it does nothing elsewhere): fetch the book's repository, install
@@ -60,6 +62,7 @@ SEQ_LEN = 64  # T (the paper's toy: 256)
 SWEEP = "../../data/allocation_sweep.json"
 # the same sweep on the chain without its bigram: the science control no_bigrams
 SWEEP_NO_BIGRAMS = "../../data/allocation_sweep_unigram.json"
+SWEEP_SHAKESPEARE = "../../data/allocation_sweep_shakespeare.json"  # the paper's chain
 FIXED_DIR = "../../data/sweeps/allocation_depth"  # depth held fixed (runner records)
 # a control run, one of the ledger's controls; see scripts/check-claims
 CONTROL = "none"
@@ -76,7 +79,7 @@ ledger = claims.Ledger.of(
     al,
     CONTROL,
     scale=f"d = {D}, T = {SEQ_LEN}, batch 32; live: 1 seed, {LIVE_STEPS} steps; "
-    "stored: 2 seeds, 1,500 steps",
+    "stored: 5 seeds, 1,500 steps",
     paper_scale="toy: d = 256, T = 256, batch 512; "
     "the appendix's allocation study: unknown",
     size_knobs={"D": D, "SEQ_LEN": SEQ_LEN, "LIVE_STEPS": LIVE_STEPS},
@@ -167,7 +170,7 @@ ledger.check(
 )
 
 # %% [markdown]
-# ## 3. The sweep: two seeds, 1500 steps
+# ## 3. The sweep: five seeds, 1500 steps
 #
 # Loaded from the committed file; its configuration equals the live run's at the default
 # sizes, except for the number of seeds and steps. The claims on it are about the stored
@@ -234,6 +237,19 @@ print(
 )
 ledger.glue("budget_lead", lead, digits=3)
 ledger.glue("budget_lead_nb", lead_nb, digits=3)
+ledger.glue("budget_lead_gain", lead - lead_nb, digits=3)
+ledger.glue("budget_lead_med", np.median(lead), digits=3)
+ledger.glue("budget_lead_nb_med", np.median(lead_nb), digits=3)
+ledger.check(
+    "budget-lead-from-bigram",
+    "the attention-only model's lead in background excess is larger with the bigram "
+    "than on the same chain without it, every seed (lead with minus lead without)",
+    lead - lead_nb,
+    above=0.0,
+    print_tol=TOL_STORED,
+    kind="ours",
+    broken_by=("no_bigrams",),
+)
 ledger.glue("budget_6_0_bigram_nb", big_nb[-1], digits=3)
 ledger.check(
     "budget-recall-learnt",
@@ -246,7 +262,7 @@ ledger.check(
     broken_by=("no_training",),
 )
 
-# %% mystnb={"figure": {"caption": "Excess test losses over training at a fixed budget of 24 d^2 trainable weights (d = 64, T = 64, alpha = 0.5, batch 32, Adam lr 3e-3, loss on every token, no LayerNorm; 2 seeds, line: median, band: min-max). Left: background positions, over the chain's bigram. Right: recall positions, over the Bayes loss log 2 (dotted: (1/2) log V, the value without recall). The paper's appendix runs a study of this kind; its set-up and numbers are not known to us.", "name": "fig-allocation-curves"}, "tags": ["hide-input"]}
+# %% mystnb={"figure": {"caption": "Excess test losses over training at a fixed budget of 24 d^2 trainable weights (d = 64, T = 64, alpha = 0.5, batch 32, Adam lr 3e-3, loss on every token, no LayerNorm; 5 seeds, line: median, band: min-max). Left: background positions, over the chain's bigram. Right: recall positions, over the Bayes loss log 2 (dotted: (1/2) log V, the value without recall). The paper's appendix runs a study of this kind; its set-up and numbers are not known to us.", "name": "fig-allocation-curves"}, "tags": ["hide-input"]}
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
 for a, h in zip(sweep.config.allocations, sweep.histories):
     plot.seed_band(axes[0], h.steps, h["bigram_excess"], label=NAMES[a])
@@ -257,6 +273,42 @@ axes[1].set(xlabel="step", ylabel="recall excess loss (nats)")
 axes[0].legend(fontsize="small")
 plot.savefig(fig, "fig-allocation-curves")
 plt.show()
+
+# %% [markdown]
+# ### The same sweep on the paper's chain
+#
+# The paper's toy draws its background text from the character bigrams of tiny-Shakespeare
+# (the chain `shakespeare` of `revlib.data.noisy_recall`, vendored from the original code;
+# trigger `' '`, noise token `'!'`). The same five-seed sweep on it is stored in
+# `data/allocation_sweep_shakespeare.json` (`--chain shakespeare`) and shown here as a
+# measurement beside the synthetic chain's.
+
+# %% tags=["hide-input"]
+(raw_sh,) = records.read(SWEEP_SHAKESPEARE)
+sweep_sh = al.from_record(raw_sh)
+big_sh = np.stack([h["bigram_excess"][AT] for h in sweep_sh.histories])  # [A, S]
+rec_sh = np.stack([h["recall_excess"][AT] for h in sweep_sh.histories])
+print(
+    f"Shakespeare chain: seeds {sweep_sh.config.seeds}, {sweep_sh.config.steps} steps, "
+    f"git {raw_sh['git'][:10]}, {raw_sh['cpu_seconds']:.0f} CPU seconds"
+)
+print(
+    "allocation          bigram excess: median (min-max)"
+    "   recall excess: median (min-max)"
+)
+for a, b, r in zip(sweep_sh.config.allocations, big_sh, rec_sh):
+    print(
+        f"{NAMES[a]:18s}  {np.median(b):.3f} ({b.min():.3f}-{b.max():.3f})"
+        f"              {np.median(r):.3f} ({r.min():.3f}-{r.max():.3f})"
+    )
+    key = f"shak_{a[0]}_{a[1]}"
+    ledger.glue(f"{key}_bigram_med", np.median(b), digits=3)
+    ledger.glue(f"{key}_recall_med", np.median(r), digits=3)
+lead_sh = big_sh[-1] - big_sh[:-1].max(axis=0)
+print(f"attention-only lead in background excess, per seed: {exact(lead_sh)}")
+ledger.glue("shak_lead", lead_sh, digits=3)
+ledger.glue("shak_lead_med", np.median(lead_sh), digits=3)
+ledger.glue("shak_lead_positive", int((lead_sh > 0).sum()), digits=0)
 
 # %% [markdown]
 # ## 4. Depth held fixed: only the MLP width changes (stored runs)
@@ -306,7 +358,7 @@ for L in depth:
         print(f"{L:6d}  {m:5d} d    {2 * m * L:4d} d^2     {exact(b)}       {exact(r)}")
         ledger.glue(f"depth_{L}_{m}_bigram", b, digits=3)
         ledger.glue(f"depth_{L}_{m}_recall", r, digits=3)
-falls, worst = [], []
+falls, worst, wide_step = [], [], []
 for L, by_m in depth.items():
     widths = sorted(by_m)
     big_m = np.array([by_m[m][0] for m in widths])  # [widths, seeds]
@@ -318,7 +370,9 @@ for L, by_m in depth.items():
     for m, v in zip(widths, med):
         ledger.glue(f"depth_{L}_{m}_bigram_med", v, digits=4)
     worst.append(big_m[0] - big_m[1:].max(axis=0))
-    falls.append(-np.diff(med))
+    # none -> d, and d -> the wider two; 2d -> 4d is shown, not claimed (below)
+    falls.append([med[0] - med[1], med[1] - med[2:].max()])
+    wide_step.append(med[2] - med[3])
 ledger.check(
     "depth-no-mlp-worst-bigram",
     "at a fixed depth (2 or 4 layers) no MLP gives the highest bigram excess, every "
@@ -331,14 +385,18 @@ ledger.check(
 )
 ledger.check(
     "depth-bigram-falls",
-    "at a fixed depth the median bigram excess falls with every widening of the MLP "
-    "(each step 0 -> d -> 2d -> 4d, drop in nats)",
+    "at a fixed depth the median bigram excess falls from no MLP to width d, and from "
+    "d to both wider MLPs (drops in nats: none -> d, d -> the higher of 2d and 4d)",
     np.concatenate(falls),
     above=0.0,
     print_tol=TOL_STORED,
     kind="ours",
     broken_by=("swap_groups",),
 )
+# from 2d to 4d the drop is within the two seeds' spread: shown, not claimed (made
+# again by the current code, the drop at 4 layers turned into a rise of 0.0005 nats)
+print(f"median drop from 2d to 4d, at 2 and 4 layers: {exact(wide_step, 4)}")
+ledger.glue("depth_wide_step", np.array(wide_step), digits=4)
 # The same MLP weights at either depth (8 d^2: 2 layers of 2d or 4 of d; 16 d^2: 2 of 4d
 # or 4 of 2d): by how much the two depths' seed ranges overlap (negative: a gap between
 # them)
@@ -350,16 +408,10 @@ for m2, m4 in ((2, 1), (4, 2)):
         f"MLP weights {4 * m2} d^2: bigram excess, 2 layers {exact(a2)}, "
         f"4 layers {exact(a4)}"
     )
-ledger.check(
-    "depth-mlp-weights-not-depth",
-    "the same MLP weights at 2 and at 4 layers give bigram excesses whose seed ranges "
-    "overlap (overlap in nats; a gap would be negative)",
-    overlap,
-    above=0.0,
-    print_tol=TOL_STORED,
-    kind="ours",
-    broken_by=("swap_groups",),
-)
+# Shown, not claimed: an earlier version claimed that the ranges overlap at both
+# budgets; in the sweep made again by the current code they do not at 16 d^2
+print(f"seed-range overlap at 8 and 16 d^2 (negative: a gap): {exact(overlap, 4)}")
+ledger.glue("depth_overlap", np.array(overlap), digits=4)
 # Recall: with an MLP every fixed-depth model learns it; the 2-layer model without an
 # MLP does not, within 1500 steps
 with_mlp = np.concatenate(
@@ -391,14 +443,17 @@ ledger.check(
     broken_by=("swap_groups",),
 )
 # The 2-layer, 4d-wide allocation is in both stored sweeps (seeds 0 and 1, 1500 steps):
-# two files written by two programs, at two commits, hold the same numbers.
-i24 = order.index((2, 4))
+# two files written by two programs, one run per seed or five seeds batched, hold the
+# same numbers for the seeds they share.
+i24, k = order.index((2, 4)), len(depth[2][4][0])  # the depth sweep's seeds: 0 .. k-1
 print(
-    f"2 layers, MLP 4d in both sweeps: bigram {exact(big[i24])} and "
-    f"{exact(depth[2][4][0])}, recall {exact(rec[i24])} and {exact(depth[2][4][1])}"
+    f"2 layers, MLP 4d in both sweeps, seeds 0-{k - 1}: bigram {exact(big[i24][:k])} "
+    f"and {exact(depth[2][4][0])}, recall {exact(rec[i24][:k])} and "
+    f"{exact(depth[2][4][1])}"
 )
 diff = max(
-    np.abs(big[i24] - depth[2][4][0]).max(), np.abs(rec[i24] - depth[2][4][1]).max()
+    np.abs(big[i24][:k] - depth[2][4][0]).max(),
+    np.abs(rec[i24][:k] - depth[2][4][1]).max(),
 )
 ledger.check(
     "stored-files-agree",
