@@ -36,3 +36,14 @@ def test_bad_input_is_refused():
         shuffle_answers(torch.zeros(3), [0])
     with pytest.raises(ValueError, match="answers must be"):
         shuffle_answers(torch.zeros(2, 4), [0])
+
+
+def test_shuffled_last_tokens_keep_the_rest_of_each_sentence():
+    from revlib.data import shuffle_last_tokens
+
+    seqs = torch.arange(2 * 5 * 4).reshape(2, 5, 4)
+    out = shuffle_last_tokens(seqs, 2, [0, 1])
+    assert torch.equal(out[..., :2], seqs[..., :2])
+    assert torch.equal(out[..., 2:], shuffle_answers(seqs[..., 2:], [0, 1]))
+    with pytest.raises(ValueError, match="width"):
+        shuffle_last_tokens(seqs, 4, [0, 1])

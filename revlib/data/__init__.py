@@ -34,3 +34,13 @@ def shuffle_answers(answers: _torch.Tensor, seeds: list[int]) -> _torch.Tensor:
     return _torch.stack(
         [a[derangement(a.shape[0], s)] for a, s in zip(answers, seeds, strict=True)]
     )
+
+
+def shuffle_last_tokens(
+    sequences: _torch.Tensor, width: int, seeds: list[int]
+) -> _torch.Tensor:
+    """``[S, N, T] -> [S, N, T]``: the sentences with their answers (the last ``width``
+    tokens) moved by :func:`shuffle_answers`; the rest of each sentence stays."""
+    _v.integer("width", width, 1, sequences.shape[-1] - 1)
+    answers = shuffle_answers(sequences[..., -width:], seeds)
+    return _torch.cat([sequences[..., :-width], answers], dim=-1)

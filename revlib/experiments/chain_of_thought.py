@@ -12,7 +12,7 @@ import torch
 
 from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
-from revlib.data import shuffle_answers
+from revlib.data import shuffle_last_tokens
 from revlib.data.chains import DIRECT, INDIRECT, ChainTask, chain_task, related_task
 from revlib.models.reparam import Reparam, nll
 from revlib.models.transformer import Transformer, TransformerConfig, check_shape
@@ -251,11 +251,8 @@ def _controlled(task: ChainTask, config: Config, width: int) -> ChainTask:
     tokens) is another sentence's."""
     if not config.shuffled_labels:
         return task
-    train = task.train
-    answers = shuffle_answers(train[..., -width:], config.seeds)
-    return dataclasses.replace(
-        task, train=torch.cat([train[..., :-width], answers], -1)
-    )
+    shuffled = shuffle_last_tokens(task.train, width, config.seeds)
+    return dataclasses.replace(task, train=shuffled)
 
 
 def run(config: Config) -> Result:

@@ -18,7 +18,7 @@ import torch
 
 from revlib import _validate, metrics, probes, repro
 from revlib.config import Control, ExperimentConfig, no_training
-from revlib.data import shuffle_answers
+from revlib.data import shuffle_last_tokens
 from revlib.data.reversal_sequences import (
     BACKWARD,
     FORWARD,
@@ -271,10 +271,8 @@ def run(config: Config) -> Result:
         )
     if config.shuffled_labels:  # control: every sentence gets another one's answer
         w = config.word_size if config.task == "reversal" else 1
-        answers = shuffle_answers(data.train[..., -w:], config.seeds)
-        data = dataclasses.replace(
-            data, train=torch.cat([data.train[..., :-w], answers], dim=-1)
-        )
+        shuffled = shuffle_last_tokens(data.train, w, config.seeds)
+        data = dataclasses.replace(data, train=shuffled)
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
     T = data.seq_len
 
