@@ -51,6 +51,38 @@ def test_ioi_answer_positions_follow_the_template():
     assert torch.equal(clean.y[clean.answer], clean.io[clean.answer])
 
 
+def test_corpus_without_to_the():
+    """The control no_to_the: 'the' never follows 'to', still opens sentences, the
+    answers and their positions are those of the same draws, and the data are complete
+    (no pads)."""
+    kw = dict(n=300, seq_len=48, p_ioi=0.4, alpha=0.3)
+    c = sc.sample([2], to_the=False, **kw)
+    x, y, m = c.x[0], c.y[0], c.answer[0]
+    assert x.min() >= 0 and torch.equal(x[:, 1:], y[:, :-1])
+    assert not torch.any(y[x == sc.TOKEN["to"]] == sc.THE)
+    assert torch.any(x == sc.THE)  # "the NOUN went to PLACE ."
+    assert torch.all(x[m] == sc.TOKEN["to"])
+    assert torch.all((y[m] == c.io[0][m]) | torch.isin(y[m], sc._NOUN_IDS))
+    frac = torch.isin(y[m], sc._NOUN_IDS).double().mean().item()
+    assert abs(frac - 0.3) < 5 * np.sqrt(0.3 * 0.7 / m.sum().item())
+    with pytest.raises(ValueError, match="to_the"):
+        sc.sample([2], to_the="no", **kw)
+
+
+def test_small_lm_science_controls():
+    """no_last_ff: removing the last FF afterwards changes nothing; no_to_the: p(the)
+    at the answer is not learnt."""
+    tiny = dict(d=16, seq_len=24, steps=40, batch_size=8, n_test=16, eval_points=2)
+    r = sl.run(sl.Config(no_last_ff=True, **tiny))
+    for k in ("p_the", "p_io", "p_s"):
+        np.testing.assert_array_equal(r.ablation[k][2], r.ablation[k][1])
+    assert r.model.blocks[1].ff.fc1.weight.grad is None  # it took no part
+    r = sl.run(sl.Config(no_to_the=True, **tiny))
+    assert np.all(r.final("p_the") < 1 / sc.VOCAB_SIZE)
+    with pytest.raises(ValueError, match="no_last_ff"):
+        sl.Config(no_last_ff=1)
+
+
 def test_small_lm_config_errors_and_tiny_run():
     with pytest.raises(ValueError, match="alpha"):
         sl.Config(alpha=1.0)

@@ -25,6 +25,11 @@ of sentences drawn independently:
 
 At an IOI answer position the Bayes-optimal prediction is ``p(the) = alpha``,
 ``p(A) = 1 - alpha``, ``p(B) = 0``.
+
+``to_the=False`` (a control: the distributional association removed) drops every
+``the`` that follows ``to``: ``NAME went to PLACE .``, ``... went to PLACE , B gave a
+OBJ to A .``, and the generic IOI ending becomes ``to NOUN .``. ``the`` still opens the
+sentences ``the NOUN went to PLACE .``, but after ``to`` it never comes.
 """
 
 from __future__ import annotations
@@ -93,6 +98,18 @@ _IOI = len(_TEMPLATES) - 1
 _PAD = -1
 
 
+def _without_to_the(template: list[str]) -> list[str]:
+    """The template with every ``the`` after ``to`` dropped."""
+    return [
+        w
+        for j, w in enumerate(template)
+        if not (w == "the" and template[j - 1] == "to")
+    ]
+
+
+_TEMPLATES_NO_TO_THE = tuple(_without_to_the(t) for t in _TEMPLATES)
+
+
 @dataclass(frozen=True)
 class Corpus:
     """``S`` seeds, ``N`` sequences of length ``T`` each.
@@ -127,17 +144,25 @@ class Corpus:
 
 
 def sample(
-    seeds: list[int], n: int, seq_len: int, p_ioi: float, alpha: float, stream: int = 0
+    seeds: list[int],
+    n: int,
+    seq_len: int,
+    p_ioi: float,
+    alpha: float,
+    stream: int = 0,
+    to_the: bool = True,
 ) -> Corpus:
     """``n`` sequences of ``seq_len`` tokens per seed; seed ``s``'s data depends only on
     ``(s, stream)``. ``p_ioi``: probability that a sentence is an IOI sentence;
     ``alpha``: probability that an IOI sentence ends with the generic
-    ``to the NOUN``."""
+    ``to the NOUN``. ``to_the=False``: no ``the`` after ``to`` (the module's
+    docstring); the random draws are the same, so only those tokens differ."""
     _validate.integer("n", n, 1, 10**7)
     _validate.integer("seq_len", seq_len, 2, 10**5)
     _validate.real("p_ioi", p_ioi, 0.0, 1.0)
     _validate.real("alpha", alpha, 0.0, 1.0)
     _validate.integer("stream", stream, 0, 10**6)
+    _validate.boolean("to_the", to_the)
     seeds = _validate.seeds(seeds)
     parts = [
         _sample_one(
@@ -146,6 +171,7 @@ def sample(
             seq_len,
             p_ioi,
             alpha,
+            to_the,
         )
         for s in seeds
     ]
@@ -158,10 +184,18 @@ def decode(tokens) -> str:
     return " ".join(VOCAB[int(t)] for t in tokens)
 
 
-def _sample_one(gen: torch.Generator, n: int, seq_len: int, p_ioi: float, alpha: float):
-    # enough sentences that every sequence exceeds seq_len + 1 tokens (shortest: 6
-    # tokens)
-    K = (seq_len + 1) // 6 + 2
+def _sample_one(
+    gen: torch.Generator,
+    n: int,
+    seq_len: int,
+    p_ioi: float,
+    alpha: float,
+    to_the: bool,
+):
+    templates = _TEMPLATES if to_the else _TEMPLATES_NO_TO_THE
+    # enough sentences that every sequence exceeds seq_len + 1 tokens (the shortest
+    # template: 6 tokens, 5 without "to the")
+    K = (seq_len + 1) // min(len(t) for t in templates) + 2
     shape = (n, K)
 
     def pick(ids):
@@ -190,14 +224,15 @@ def _sample_one(gen: torch.Generator, n: int, seq_len: int, p_ioi: float, alpha:
         "B": b,
         "N1": torch.where(swap, b, a),
         "N2": torch.where(swap, a, b),
-        "ans": torch.where(generic_end, THE, a),
-        "tail": torch.where(generic_end, noun, _PAD),
+        # the generic ending "to the NOUN ." ("to NOUN ." without "to the")
+        "ans": torch.where(generic_end, THE if to_the else noun, a),
+        "tail": torch.where(generic_end & to_the, noun, _PAD),
     }
     tokens = torch.full((n, K, _L), _PAD, dtype=torch.long)
     answer = torch.zeros((n, K, _L), dtype=torch.bool)
     io = torch.full((n, K, _L), -1, dtype=torch.long)
     sub = torch.full((n, K, _L), -1, dtype=torch.long)
-    for k, template in enumerate(_TEMPLATES):
+    for k, template in enumerate(templates):
         rows = kind == k
         for j, slot in enumerate(template):
             value = fill[slot] if slot in fill else torch.full(shape, TOKEN[slot])
@@ -210,7 +245,8 @@ def _sample_one(gen: torch.Generator, n: int, seq_len: int, p_ioi: float, alpha:
             io[:, :, j] = torch.where(rows, a, -1)
             sub[:, :, j] = torch.where(rows, b, -1)
     # the terminating "." of IOI sentences follows the answer or the tail noun
-    end = torch.where(generic_end, _L, _L - 1)
+    n_ioi = len(templates[_IOI])  # its last slot is "tail"
+    end = torch.where(generic_end & to_the, n_ioi, n_ioi - 1)
     has_dot = (kind == _IOI)[:, :, None] & (
         torch.arange(_L + 1)[None, None, :] == end[:, :, None]
     )

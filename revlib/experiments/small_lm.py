@@ -37,6 +37,21 @@ CONTROLS = (
         "and stored runs)",
         swaps=True,
     ),
+    Control(
+        "no_to_the",
+        "science",
+        "the corpus never puts 'the' after 'to' (generic sentences read 'went to "
+        "PLACE', the generic IOI ending 'to NOUN'), so the distributional association "
+        "to -> the is gone while 'the' still opens sentences (live and stored runs)",
+        {"no_to_the": True},
+    ),
+    Control(
+        "no_last_ff",
+        "science",
+        "the last layer's FF block is left out in training and in every evaluation, "
+        "so removing it afterwards takes nothing away (live and stored runs)",
+        {"no_last_ff": True},
+    ),
 )
 SIZE_KNOBS = ("STEPS", "N_LAYER")  # what check-claims --scale multiplies
 QUICK = {"STEPS": 300, "N_SEEDS": 1}  # CI's control runs
@@ -48,7 +63,11 @@ class Config(ExperimentConfig):
     learned embeddings and positions, AdamW on the next-token loss of every position of
     fresh sequences. ``p_ioi``/``alpha``: see :func:`revlib.data.small_corpus.sample`.
     ``rank_fractions``: fractions of the last FF's ``W_in`` rank kept in the final
-    sweep."""
+    sweep. Two science controls (the notebook's ``CONTROL``), off by default:
+    ``no_to_the`` trains and evaluates on the corpus without ``to the``
+    (:func:`revlib.data.small_corpus.sample` with ``to_the=False``); ``no_last_ff``
+    leaves the last layer's FF block out of the model everywhere (its
+    weights exist but take no part)."""
 
     n_layer: int = 2
     n_head: int = 2
@@ -66,6 +85,8 @@ class Config(ExperimentConfig):
     n_test: int = 256
     eval_points: int = 16
     rank_fractions: tuple[float, ...] = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0)
+    no_to_the: bool = False
+    no_last_ff: bool = False
 
     OPTIMIZER = "adamw"
 
@@ -80,6 +101,8 @@ class Config(ExperimentConfig):
         _validate.sequence("rank_fractions", self.rank_fractions)
         for i, r in enumerate(self.rank_fractions):
             _validate.real(f"rank_fractions[{i}]", r, 0.0, 1.0)
+        _validate.boolean("no_to_the", self.no_to_the)
+        _validate.boolean("no_last_ff", self.no_last_ff)
         self.model_config()  # n_layer, n_head, d, positional, layernorm
         super().__post_init__()  # seed, n_seeds; the optimiser's fields
 
@@ -141,9 +164,16 @@ def run(config: Config) -> Result:
         config.p_ioi,
         config.alpha,
         stream=0,
+        to_the=not config.no_to_the,
     )
     clean = sc.sample(
-        config.seeds, config.n_test, config.seq_len, config.p_ioi, 0.0, stream=1
+        config.seeds,
+        config.n_test,
+        config.seq_len,
+        config.p_ioi,
+        0.0,
+        stream=1,
+        to_the=not config.no_to_the,
     )
     noisy = sc.sample(
         config.seeds,
@@ -152,11 +182,15 @@ def run(config: Config) -> Result:
         config.p_ioi,
         config.alpha,
         stream=2,
+        to_the=not config.no_to_the,
     )
     model = Transformer(config.model_config(), n_seeds=S, seed=config.seed)
+    L = config.n_layer
+    # the FF blocks the model goes without everywhere (the control no_last_ff)
+    left_out = frozenset({L - 1}) if config.no_last_ff else frozenset()
 
     def token_loss(data):
-        logits = model(data.x)
+        logits = model(data.x, ff_off=left_out)
         return (
             F.cross_entropy(logits.flatten(0, 2), data.y.flatten(), reduction="none")
             .view(data.y.shape)
@@ -167,7 +201,7 @@ def run(config: Config) -> Result:
         return token_loss(pool.select(idx))
 
     def evaluate():
-        return {**answer_probs(model, clean), "loss": token_loss(noisy)}
+        return {**answer_probs(model, clean, left_out), "loss": token_loss(noisy)}
 
     history = train(
         model,
@@ -178,7 +212,6 @@ def run(config: Config) -> Result:
         n_seeds=S,
         batch_seeds=[s + 104_729 for s in config.seeds],
     )
-    L = config.n_layer
     ablation: dict[str, dict[int, np.ndarray]] = {
         k: {} for k in ("p_the", "p_io", "p_s")
     }
@@ -189,12 +222,12 @@ def run(config: Config) -> Result:
     ranks = sorted({probes.rank_of_fraction(weight, r) for r in config.rank_fractions})
     with torch.no_grad():
         for first in range(L + 1):  # first == L: nothing removed
-            m = answer_probs(model, clean, ff_off=frozenset(range(first, L)))
+            m = answer_probs(model, clean, left_out | frozenset(range(first, L)))
             for k in ablation:
                 ablation[k][first] = m[k].numpy()
         for r in ranks:
             with probes.truncated(weight, r):
-                m = answer_probs(model, clean)
+                m = answer_probs(model, clean, left_out)
             for k in sweep:
                 sweep[k].append(m[k].numpy())
     return Result(
