@@ -733,7 +733,7 @@ VARIANT_CLAIMS = {
     "stored-vocab-rank-chance": (
         ["vocabulary 200", "vocabulary 400", "main, vocabulary 800", "vocabulary 1600"],
         "the vocabulary sizes 200, 400, 800 and 1,600",
-        "Table 3 (vocabulary size), Figure 29",
+        "Table 3 (vocabulary size), appendix p. 29",
     ),
     "stored-heads-rank-chance": (
         ["1 head", "2 heads", "main, vocabulary 800", "8 heads"],
@@ -748,12 +748,12 @@ VARIANT_CLAIMS = {
     "stored-word3-rank-chance": (
         ["3-token entities"],
         "entities of three tokens",
-        "Table 3 (entity length), Figure 30",
+        "Table 3 (entity length), appendix p. 30",
     ),
     "stored-24l20-rank-chance": (
         ["24 layers, d = 20"],
         "24 layers at d = 20",
-        "rebuttal (Figure 31c)",
+        "rebuttal; appendix p. 31 (c)",
     ),
     "stored-length-rank-chance": (
         ["main, vocabulary 800", "3,000 epochs"],
@@ -875,7 +875,7 @@ ledger.check(
     print_tol=0.5,
     kind="paper",
     negative=True,
-    source="rebuttal (Figure 31b)",
+    source="rebuttal; appendix p. 31 (b)",
     paper="1 layer, d = 768: the curse persists (no number)",
     broken_by=("reverse_in_training",),
     requires=("d768-fit",),
@@ -889,7 +889,7 @@ ledger.check(
     above=3.0,
     print_tol=1.5,
     kind="paper",
-    source="rebuttal (Figure 31d)",
+    source="rebuttal; appendix p. 31 (d)",
     paper="learned embeddings stay nearly orthogonal (cosine heatmaps, "
     "d = 768; no number)",
     contradicts=True,
