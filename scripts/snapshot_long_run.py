@@ -39,6 +39,37 @@ RUNS = {
         batch_size=1024,
         warmup_steps=2000,
     ),
+    "jepa_ln_2500": TrainConfig(
+        optimizer="adamw",
+        steps=200_000,
+        eval_points=41,
+        eval_spacing="log",
+        lr=3e-4,
+        batch_size=128,
+    ),
+}
+# what a first snapshot writes into a run's partial file
+ABOUT = {
+    "jepa_ln_2500": {
+        "about": (
+            "JEPA 1/1 at |E_A| = 2,500, m = 10, d = 64, the book's recipe (learnable "
+            "LayerNorm of both concepts, in-batch InfoNCE at batch 128, AdamW lr 3e-4, "
+            "no warm-up): the evaluations so far of a run planned for 200,000 steps, "
+            "stopped when the session ended; resume it with the command below after "
+            "copying the checkpoint (see README.md)"
+        ),
+        "command": (
+            "python -m revlib sweep jepa --set n_a=2500 --set multiplicity=10 "
+            "--set concept_ln=layernorm --set lr=3e-4 --set steps=200000 "
+            "--set eval_points=41 --set eval_spacing=log --seeds 1 "
+            "--out scratch/long/jepa_ln_2500 --workers 1"
+        ),
+        "paper": {
+            "test_acc": 0.72,
+            "note": "about 72% held-out accuracy at m = 10 (unverified reading of "
+            "Figure 3, |E_A| = 50K, d = 768, up to 3M steps)",
+        },
+    },
 }
 
 
@@ -57,7 +88,16 @@ def main() -> int:
     state = torch.load(src, weights_only=False)
     data = ROOT / "data/long_runs"
     part = data / f"{args.name}.partial.json"
-    old = json.loads(part.read_text())
+    if part.exists():
+        old = json.loads(part.read_text())
+    else:  # the run's first snapshot
+        old = ABOUT[args.name] | {
+            "checkpoint": f"{args.name}.seed0.pt (to scratch/long/{args.name}/"
+            f".checkpoints/{src.name})",
+            "step": 0,
+            "cpu_seconds": 0.0,
+            "machines": {},
+        }
     if state["step"] <= old["step"]:
         print(
             f"nothing to do: the checkpoint is at step {state['step']}, the stored one "
