@@ -958,16 +958,29 @@ if long_cfg.shuffle_atomic:
         )
     }
 PAPER_ACC = 0.72
+
+
+def power_fit(steps, acc, start):
+    """Least squares of log acc on log step over ``steps >= start``: ``(b, log a)`` of
+    acc(t) = a t^b."""
+    late = steps >= start
+    return tuple(
+        np.polyfit(np.log(steps[late]), np.log(np.maximum(acc[late], 1e-4)), 1)
+    )
+
+
+def log_steps_to(target, b, log_a):
+    """ln of the step at which the fit a t^b reaches ``target`` (inf if b <= 0)."""
+    return (np.log(target) - log_a) / b if b > 0 else np.inf
+
+
 fits = {}
 for name, (steps, curves) in long_runs.items():
     if start_only:
         curves = {k: np.full_like(v, v[0]) for k, v in curves.items()}
         long_runs[name] = (steps, curves)
-    late = steps >= 5000
-    b, log_a = np.polyfit(
-        np.log(steps[late]), np.log(np.maximum(curves["test_acc"][late], 1e-4)), 1
-    )
-    need = (np.log(PAPER_ACC) - log_a) / b if b > 0 else np.inf
+    b, log_a = power_fit(steps, curves["test_acc"], 5000)
+    need = log_steps_to(PAPER_ACC, b, log_a)
     fits[name] = (b, log_a, need)
     print(
         f"{name}: last held-out accuracy {curves['test_acc'][-1]:.3f} (MRR "
@@ -1070,8 +1083,8 @@ def big_key(r):
     return BIG_NAMES[(bool(r["memory"]), int(r["n_sem"]), int(r["multiplicity"]))]
 
 
-big_runs = {big_key(r): r for _, r in big.iterrows()}
-big_runs = {name: big_runs[name] for name in BIG_NAMES.values()}
+found = {big_key(r): r for _, r in big.iterrows()}
+big_runs = {name: found[name] for name in BIG_NAMES.values()}  # in BIG_NAMES' order
 n_b_big = int(big["n_b"].iloc[0])
 b_chance_acc = 1 / n_b_big
 
@@ -1095,8 +1108,7 @@ def big_at(name, key, step=None):
 big_fits = {}
 for name, r in big_runs.items():
     steps, acc = big_curve(name, "test_acc")
-    late = steps >= steps[-1] / 10
-    b, log_a = np.polyfit(np.log(steps[late]), np.log(np.maximum(acc[late], 1e-4)), 1)
+    b, log_a = power_fit(steps, acc, steps[-1] / 10)  # the last decade
     big_fits[name] = (b, log_a)
     print(
         f"{name} ({'atomic answers shuffled, ' if r['shuffle_atomic'] else ''}"
@@ -1225,8 +1237,7 @@ ledger.check(
 # what closing the gap would take: each fit extrapolated to the paper's number
 need = {}
 for name, paper_acc in (("JEPA 1/1", 0.72), ("memory layer", 0.80)):
-    b, log_a = big_fits[name]
-    need[name] = (np.log(paper_acc) - log_a) / b / np.log(10) if b > 0 else np.inf
+    need[name] = log_steps_to(paper_acc, *big_fits[name]) / np.log(10)
     print(
         f"{name}: the fit reaches the paper's {paper_acc} at "
         + (f"10^{need[name]:.1f} steps" if np.isfinite(need[name]) else "no step")
