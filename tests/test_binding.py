@@ -198,7 +198,7 @@ def test_jepa_patches_and_memory_lookup_is_per_entity():
     p, last, gold = jepa.patches(task, "test")
     assert p.shape == (1, 25, 4, 2) and torch.equal(p[0, :, 3], task.names[0, gold[0]])
     assert bool((p[..., 1:3, 1] == task.vocab_size).all())  # relation and mask padded
-    keys = jepa._memory_keys(task)
+    keys = task.memory_keys()
     model = JEPA(
         JEPAConfig(vocab_size=task.vocab_size + 1, memory=True, d_model=64),
         1,

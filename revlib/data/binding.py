@@ -75,6 +75,16 @@ class BindingTask:
     def vocab_size(self) -> int:
         return self.n_name_tokens + 1 + 2 * self.n_rel
 
+    def memory_keys(self) -> torch.Tensor:
+        """``[S, n_entities + 1 + 2 n_rel, L]``: the tokens of each key of a memory
+        layer, one per entity (its name) and one per non-entity token (``<mask>``, the
+        relations), padded with ``vocab_size``."""
+        S, L = self.names.shape[0], self.name_length
+        other = torch.arange(self.mask_token, self.vocab_size)[:, None]
+        pad = torch.full((other.shape[0], L - 1), self.vocab_size)
+        other = torch.cat([other, pad], -1)
+        return torch.cat([self.names, other.expand(S, -1, -1)], 1)
+
     def test_first_tokens(self) -> torch.Tensor:
         """``[S]``: how many distinct tokens begin the names of the tested entities
         ``E_B``.

@@ -154,15 +154,6 @@ def patches(
     return p, last, f[..., 2]
 
 
-def _memory_keys(task: BindingTask) -> torch.Tensor:
-    """One key per entity (its name) and per non-entity token (``<mask>``,
-    relations)."""
-    S = task.names.shape[0]
-    other = torch.arange(task.mask_token, task.vocab_size)
-    other = torch.stack([other, torch.full_like(other, task.vocab_size)], -1)
-    return torch.cat([task.names, other.expand(S, -1, -1)], 1)
-
-
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` JEPA models (one batched model) and evaluate them."""
     task = binding_task(
@@ -178,7 +169,7 @@ def run(config: Config) -> Result:
         mcfg,
         S,
         seed=config.seed,
-        memory_keys=_memory_keys(task) if config.memory else None,
+        memory_keys=task.memory_keys() if config.memory else None,
     )
     seeds_ix = torch.arange(S)[:, None]
 

@@ -17,6 +17,7 @@ from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
 from revlib.data.binding import SPLITS, BindingTask, binding_task, shuffle_atomic
 from revlib.metrics import name_metrics
+from revlib.models.memory_lm import MemoryLM
 from revlib.models.transformer import (
     Transformer,
     TransformerConfig,
@@ -69,7 +70,9 @@ class Config(ExperimentConfig):
     (split ``test``) are trained too, so a test that reads "not learnt" must fail.
     ``shuffle_atomic`` (the control ``shuffled_labels``): the atomic facts' answers are
     permuted (:func:`revlib.data.binding.shuffle_atomic`), so a test that reads
-    "reversal is learnt" must fail."""
+    "reversal is learnt" must fail. ``memory``: the first block is replaced by the
+    paper's top-1 memory layer over frozen keys (:mod:`revlib.models.memory_lm`; one
+    free vector per entity, read at its name's last token)."""
 
     n_a: int = 1000
     n_b: int = 600
@@ -78,6 +81,7 @@ class Config(ExperimentConfig):
     n_layer: int = 2
     d_model: int = 64
     n_head: int = 4
+    memory: bool = False
     lr: float = 3e-3
     weight_decay: float = 0.1
     batch_size: int = 256
@@ -93,6 +97,12 @@ class Config(ExperimentConfig):
     def __post_init__(self):
         _validate.boolean("reverse_in_training", self.reverse_in_training)
         _validate.boolean("shuffle_atomic", self.shuffle_atomic)
+        _validate.boolean("memory", self.memory)
+        if self.memory and self.n_layer < 2:
+            raise ValueError(
+                "n_layer must be at least 2 with memory=True (the memory layer "
+                f"replaces the first block), got {self.n_layer}"
+            )
         _validate.integer("n_a", self.n_a, 2, 10**6)
         _validate.integer("n_b", self.n_b, 2, 10**6)
         _validate.integer("n_rel", self.n_rel, 1, 100)
@@ -109,7 +119,7 @@ class Result:
 
     config: Config
     task: BindingTask
-    model: Transformer
+    model: Transformer | MemoryLM
     history: History
 
     def final(self, name: str) -> np.ndarray:
@@ -140,19 +150,21 @@ def run(config: Config) -> Result:
         else ("train", "atomic")
     )
     train_seqs = torch.cat([seqs[k] for k in trained], 1)  # [S, N, T]
-    model = Transformer(
-        TransformerConfig(
-            vocab_size=task.vocab_size,
-            block_size=2 * L + 2,
-            n_layer=config.n_layer,
-            n_head=config.n_head,
-            d_model=config.d_model,
-            positional="none",
-            tied=True,
-        ),
-        n_seeds=S,
-        seed=config.seed,
+    tcfg = TransformerConfig(
+        vocab_size=task.vocab_size,
+        block_size=2 * L + 2,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        d_model=config.d_model,
+        positional="none",
+        tied=not config.memory,
     )
+    if config.memory:
+        # spans: the head's name, the relation, <mask>, the answer's name
+        start = [0] * L + [L, L + 1] + [L + 2] * L
+        model = MemoryLM(tcfg, S, torch.tensor(start), task.memory_keys(), config.seed)
+    else:
+        model = Transformer(tcfg, n_seeds=S, seed=config.seed)
     seeds_ix = torch.arange(S)[:, None]
 
     def loss(idx):
