@@ -87,3 +87,15 @@ def test_standard_model_with_memory_fits_but_reverses_only_when_trained_on_it():
     assert plain.final("test_acc")[0] < 0.1
     given = sn.run(sn.Config(**kw, reverse_in_training=True))
     assert given.final("test_acc")[0] > 0.9
+
+
+def test_jepa_trainable_parameters_count_the_memory_values_not_the_embeddings():
+    from revlib.experiments import jepa
+
+    kw = dict(n_a=60, n_b=40, n_rel=2, multiplicity=10, d_model=16, n_head=2)
+    plain = jepa.trainable_parameters(jepa.Config(**kw))
+    mem = jepa.trainable_parameters(jepa.Config(**kw, memory=True))
+    block = 12 * 16 * 16 + 4 * 16  # attention, 4x MLP, two LayerNorms
+    vocab = 2 * 100 // 10 + 1 + 4 + 1  # name tokens, <mask>, relations, <pad>
+    assert plain == vocab * 16 + 2 * block  # embeddings, #Rec 1, #Sem 1; RMS norm
+    assert mem == (100 + 1 + 4) * 16 + block + 2 * 16  # values, #Sem 1, LayerNorm

@@ -154,6 +154,21 @@ def patches(
     return p, last, f[..., 2]
 
 
+def trainable_parameters(config: Config) -> int:
+    """Trainable parameters of one seed's model of ``config`` (its vocabulary and
+    memory keys built from its data): the count by which a wider model is matched to
+    the memory layer (the paper's Figure 4: 61.1M against 61.4M)."""
+    task = binding_task(
+        config.n_a, config.n_b, config.n_rel, config.multiplicity, [config.seed]
+    )
+    model = JEPA(
+        config.model_config(task.vocab_size + 1),
+        1,
+        memory_keys=task.memory_keys()[:1] if config.memory else None,
+    )
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` JEPA models (one batched model) and evaluate them."""
     task = binding_task(
