@@ -1,7 +1,8 @@
 """Chapter "Parametric forward-chaining for arithmetic": the standard transformer of
 :mod:`revlib.experiments.surface_names` and the JEPA of :mod:`revlib.experiments.jepa`,
 trained on the facts of :mod:`revlib.data.arithmetic` and probed on the values of
-never-trained chain variables.
+never-trained chain variables (``shape="chain"``) or problem-tree nodes
+(``shape="tree"``, the paper's Section 4 problems).
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import torch
 
 from revlib import _validate
 from revlib.config import Control, ExperimentConfig, no_training
-from revlib.data.arithmetic import ArithmeticTask, arithmetic_task
+from revlib.data.arithmetic import (
+    ArithmeticTask,
+    arithmetic_task,
+    arithmetic_tree_task,
+)
 from revlib.metrics import masked_mean, name_metrics
 from revlib.models.jepa import (
     JEPA,
@@ -31,6 +36,7 @@ from revlib.models.transformer import (
 from revlib.train import History, train
 
 MODELS = ("standard", "jepa", "jepa_memory")
+SHAPES = ("chain", "tree")
 
 
 NOTEBOOK = "binding/arithmetic"
@@ -60,7 +66,11 @@ QUICK = {"swap_stored": {"STEPS": 20}, "no_training": {"STEPS": 20}}
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
     """Data: values mod ``modulus``, ``per_value`` core entities per value, ``n_chains``
-    chains of ``chain_len`` variables, ``core_frac`` of the core sums trained. Model:
+    chains of ``chain_len`` variables, ``core_frac`` of the core sums trained.
+    ``shape="tree"``: instead, ``n_chains`` problem trees
+    (:func:`revlib.data.arithmetic.arithmetic_tree_task`) of branching factor
+    ``branching``, distractor rate ``drop_prob`` and ``core_links`` core links per
+    bridge-2 node (``chain_len`` is unused). Model:
     ``"standard"`` (``n_layer`` blocks), ``"jepa"`` (#Rec ``n_rec`` / #Sem ``n_sem``) or
     ``"jepa_memory"`` (the paper's JEPA with memory: the top-1 memory layer of
     :mod:`revlib.models.jepa` as the recognition module, one key per token, then
@@ -68,8 +78,8 @@ class Config(ExperimentConfig):
     :class:`revlib.experiments.jepa.Config` (RMS norm of the prediction for JEPA,
     learnable LayerNorm on both sides with the memory layer). AdamW with ``lr``,
     ``weight_decay``, ``batch_size``, ``steps``. ``probes_in_training`` (a control): the
-    probes (the attribute facts of the chain variables) are trained too, so a test that
-    reads "not solved" must fail."""
+    probes (the attribute facts of the chain variables or tree nodes) are trained too,
+    so a test that reads "not solved" must fail."""
 
     model: str = "standard"
     modulus: int = 23
@@ -77,6 +87,10 @@ class Config(ExperimentConfig):
     n_chains: int = 60
     chain_len: int = 3
     core_frac: float = 0.3
+    shape: str = "chain"
+    branching: int = 10
+    drop_prob: float = 0.6
+    core_links: int = 6
     n_layer: int = 2
     n_rec: int = 1
     n_sem: int = 1
@@ -102,6 +116,10 @@ class Config(ExperimentConfig):
         _validate.integer("n_chains", self.n_chains, 1, 10**5)
         _validate.integer("chain_len", self.chain_len, 1, 100)
         _validate.real("core_frac", self.core_frac, 0.0, 1.0)
+        _validate.choice("shape", self.shape, SHAPES)
+        _validate.integer("branching", self.branching, 1, 100)
+        _validate.real("drop_prob", self.drop_prob, 0.0, 1.0, hi_open=True)
+        _validate.integer("core_links", self.core_links, 1, 100)
         _validate.integer("n_layer", self.n_layer, 1, 32)
         _validate.integer("n_eval", self.n_eval, 1, 10**6)
         check_shape(self.n_layer, self.n_head, self.d_model, "none")
@@ -128,8 +146,16 @@ class Config(ExperimentConfig):
 class Result:
     """``history``: ``train_acc`` (trained facts), ``probe_acc`` (all chain variables),
     ``forward_acc`` / ``reverse_acc`` (variables reached by forward steps only / needing
-    a reverse step), each ``[E, S]``. ``probe_correct``: ``[S, n_chains * K]`` final
-    per-probe correctness."""
+    a reverse step), each ``[E, S]``. ``probe_correct``: ``[S, n_probes]`` final
+    per-probe correctness (every probe, derivable or not).
+
+    Trees: ``probe_acc``, ``forward_acc``, ``reverse_acc`` and :meth:`by_depth` count
+    only the derivable probes (``task.derivable``: a value that no complete path from
+    the core values reaches cannot be composed, so it would only dilute them);
+    ``x_acc`` is the accuracy on the targets ``X`` alone (depth 3, all derivable) and
+    ``underivable_acc`` on the probes that are not derivable (a chance-level
+    reference, 0 where a seed has none, as every group of
+    :func:`revlib.metrics.masked_mean`)."""
 
     config: Config
     task: ArithmeticTask
@@ -141,14 +167,16 @@ class Result:
         return self.history.final(name)
 
     def by_depth(self, reverse: bool) -> np.ndarray:
-        """``[S, K]`` final accuracy on variables at chain size ``k = 1..K`` that need
-        (``reverse=True``) or do not need a reverse step; NaN where a seed has none."""
-        K = self.config.chain_len
+        """``[S, K]`` final accuracy on derivable probes at depth ``k = 1..K`` (chain
+        size; tree level, ``K = 3``, 3 for ``X``) that need (``reverse=True``) or do not
+        need a reverse step; NaN where a seed has none."""
+        K = self.task.chain_len
         out = np.full((self.config.n_seeds, K), np.nan)
         d, r = self.task.depth.numpy(), self.task.reverse.numpy()
+        ok = self.task.derivable.numpy()
         for s in range(self.config.n_seeds):
             for k in range(1, K + 1):
-                sel = (d[s] == k) & (r[s] == reverse)
+                sel = (d[s] == k) & (r[s] == reverse) & ok[s]
                 if sel.any():
                     out[s, k - 1] = self.probe_correct[s, sel].mean()
         return out
@@ -167,10 +195,32 @@ def _group_means(
     }
 
 
-def run(config: Config) -> Result:
-    """Train ``config.n_seeds`` models of kind ``config.model`` (one batched model),
-    evaluate."""
-    task = arithmetic_task(
+def _tree_means(correct: torch.Tensor, task: ArithmeticTask) -> dict[str, torch.Tensor]:
+    """``correct`` ``[S, N]`` -> the groups of :func:`_group_means` over the derivable
+    probes, ``x_acc`` (the targets ``X``) and ``underivable_acc``."""
+    c, ok, rev = correct.float(), task.derivable, task.reverse
+    return {
+        "probe_acc": masked_mean(c, ok, dim=-1),
+        "forward_acc": masked_mean(c, ok & ~rev, dim=-1),
+        "reverse_acc": masked_mean(c, ok & rev, dim=-1),
+        "x_acc": masked_mean(c, task.depth == 3, dim=-1),
+        "underivable_acc": masked_mean(c, ~ok, dim=-1),
+    }
+
+
+def _task(config: Config) -> ArithmeticTask:
+    if config.shape == "tree":
+        return arithmetic_tree_task(
+            config.modulus,
+            config.per_value,
+            config.n_chains,
+            config.branching,
+            config.core_frac,
+            config.drop_prob,
+            config.core_links,
+            config.seeds,
+        )
+    return arithmetic_task(
         config.modulus,
         config.per_value,
         config.n_chains,
@@ -178,6 +228,12 @@ def run(config: Config) -> Result:
         config.core_frac,
         config.seeds,
     )
+
+
+def run(config: Config) -> Result:
+    """Train ``config.n_seeds`` models of kind ``config.model`` (one batched model),
+    evaluate."""
+    task = _task(config)
     S, P = config.n_seeds, task.modulus
     seeds_ix = torch.arange(S)[:, None]
     train_seqs = task.sequences(task.train)  # [S, N, 4]
@@ -247,6 +303,8 @@ def run(config: Config) -> Result:
             return predict_rank(probes, P)
 
     def evaluate():
+        if config.shape == "tree":
+            return {"train_acc": train_acc(), **_tree_means(probe_correct(), task)}
         return {"train_acc": train_acc(), **_group_means(probe_correct(), task.reverse)}
 
     history = train(
