@@ -282,3 +282,22 @@ def test_tree_probes_in_training_adds_every_probe(monkeypatch):
     assert n_probes == 3 * (1 + 3 + 9) and seen["n"] == n_train
     ar.run(ar.Config(probes_in_training=True, **{**TINY, "steps": 1}))
     assert seen["n"] == n_train + n_probes
+
+
+def test_fit_ceiling_counts_the_most_frequent_answer_per_input_pair():
+    from collections import Counter, defaultdict
+
+    for task in (
+        arithmetic_tree_task(23, 4, 3, 10, 0.3, 0.6, 6, [0, 1]),
+        arithmetic_task(7, 2, 5, 3, 0.3, [0]),
+    ):
+        want = []
+        for facts in task.train.tolist():
+            answers = defaultdict(Counter)
+            for h, r, t in facts:
+                answers[(h, r)][t] += 1
+            best = sum(c.most_common(1)[0][1] for c in answers.values())
+            want.append(best / len(facts))
+        assert task.fit_ceiling().tolist() == pytest.approx(want)
+    # trees: several reversed facts share the inputs (node, small entity)
+    assert arithmetic_tree_task(23, 4, 20, 10, 0.3, 0.6, 6, [0]).fit_ceiling() < 0.8
