@@ -24,8 +24,9 @@
 # facts only, then ask each for the value of every chain variable {cite}`wang2025binding`.
 # Next to them, the model the paper uses for this section: JEPA with the top-1 memory layer as
 # its recognition module. Then we load stored runs with up to 4 times the core entities and 5
-# times the steps (`data/sweeps/arithmetic`, made by `python -m revlib sweep`) and re-run the
-# first steps of one of them live.
+# times the steps (`data/sweeps/arithmetic`, made by `python -m revlib sweep`), then stored
+# runs on the paper's own problem shape, trees with distractors
+# (`data/sweeps/arithmetic_trees`), and re-run the first steps of one stored run live.
 
 # %% tags=["colab-setup", "remove-cell"]
 # Colab only (it does nothing elsewhere): fetch the book's repository, install
@@ -56,6 +57,7 @@ CHAIN_LEN = 3  # sums from a known value to the deepest variable (paper: 3 level
 STEPS = 800  # AdamW steps (paper: up to 3,000,000)
 LIVE_STEPS = 800  # steps of the live re-run of a stored 4,000-step run
 STORED_DIR = "../../data/sweeps/arithmetic"
+TREE_DIR = "../../data/sweeps/arithmetic_trees"  # the paper's problem trees, stored
 CONTROL = "none"  # a control run, one of the ledger's controls (scripts/check-claims)
 
 # %%
@@ -67,7 +69,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from revlib import claims, plot, records
-from revlib.data.arithmetic import arithmetic_task
+from revlib.data.arithmetic import arithmetic_task, arithmetic_tree_task
 from revlib.experiments import arithmetic
 from revlib.report import approx, exact
 
@@ -109,8 +111,9 @@ print(
     f"{task.reverse.float().mean(-1).numpy().round(3)}"
 )
 # Tolerances: the largest move across seeds and CPU kernel paths (scripts/check-seeds).
-# JEPA's fit moves most: 0.67 or 0.98 at seed 0 on two machines (AVX2, AVX-512 kernels)
-TOL_TRAIN, TOL_TRAIN_JEPA, TOL_PROBE, TOL_DEPTH = 0.05, 0.35, 0.1, 0.5
+# JEPA's fit moves most: 0.67 or 0.98 at seed 0 on two machines (AVX2, AVX-512 kernels),
+# and 0.41 at fresh seed 37 (tests/seed_spread.json, seeds 11-73: a move of 0.57)
+TOL_TRAIN, TOL_TRAIN_JEPA, TOL_PROBE, TOL_DEPTH = 0.06, 0.6, 0.1, 0.5
 print(f"chance: {chance:.3f}")
 
 # %% [markdown]
@@ -463,7 +466,160 @@ plot.savefig(fig, "fig-arithmetic-stored")
 plt.show()
 
 # %% [markdown]
-# ## 4. The stored runs are what this code computes (live re-run)
+# ## 4. The paper's problem trees (stored runs)
+#
+# The paper's problems are trees, not chains (its `data_gen_arithmetic.ipynb`, followed by
+# `revlib.data.arithmetic.arithmetic_tree_task`): problem $X$ has $b$ bridge-1 nodes, each
+# with $b$ bridge-2 children, each linked to 6 core entities, every link one sum with a
+# small-valued core entity stored forward or reversed. Distractors: 60% of the bridge-1
+# nodes are doomed and 60% of the other bridge-2 nodes nullified (each loses its core links
+# or its link up), so only about 16% of the bridge-2 nodes lie on a complete path from the
+# known values to $X$. The stored runs (`data/sweeps/arithmetic_trees`, the command is in
+# the chapter) train the standard model and JEPA + memory, the paper's model for this
+# section, on 20 problems at $b=10$, the paper's smallest
+# branching and its number of problems, with the paper's 10 core entities per value but
+# $P=23$, for 16,000 steps, 2 seeds each, in the recipes of §3. The probes are the values
+# of $X$ (the paper's target), of the derivable bridge nodes (reached by a complete path
+# from the core values) and, as a chance-level reference, of the nodes no complete path
+# reaches.
+#
+# The generator's facts are not all learnable: a node with more children than there are
+# small-valued core entities is the addend of several facts with the same two inputs and
+# different answers (in the paper's generator too), so no model can fit them all. The fit
+# is read against that ceiling (`ArithmeticTask.fit_ceiling`). Under `probes_in_training`
+# JEPA + memory is read from stored runs that train the probed facts too.
+
+# %%
+tree_all = records.load(TREE_DIR, curves=True)
+tree_leak = tree_all[tree_all["probes_in_training"].eq(True)]
+tree_runs = records.control_runs(
+    tree_all,
+    "probes_in_training",
+    runs["standard"].config.probes_in_training,
+    by=("model",),
+)
+tree_groups = {  # the standard model and JEPA + memory (JEPA alone is not stored)
+    NAMES[m]: tree_runs[tree_runs["model"] == m].sort_values("seed")
+    for m in NAMES
+    if (tree_runs["model"] == m).any()
+}
+
+
+def tree_task(r):
+    """The stored run ``r``'s problem trees (its seed's)."""
+    t = records.config_of(r)
+    return arithmetic_tree_task(
+        t.modulus,
+        t.per_value,
+        t.n_chains,
+        t.branching,
+        t.core_frac,
+        t.drop_prob,
+        t.core_links,
+        [int(r["seed"])],
+    )
+
+
+tree_ceiling = {  # per model, per seed: the highest training accuracy possible
+    name: np.array([float(tree_task(r).fit_ceiling()[0]) for _, r in g.iterrows()])
+    for name, g in tree_groups.items()
+}
+r0 = tree_groups["standard"].iloc[0]
+t0 = tree_task(r0)
+P_tree = int(r0["modulus"])
+n_rel = t0.train.shape[1] - int(r0["modulus"]) * int(r0["per_value"])
+print(
+    f"trees: {int(r0['n_chains'])} problems, b = {int(r0['branching'])}, P = {P_tree}, "
+    f"{int(r0['per_value'])} core entities per value; seed 0: {t0.train.shape[1]:,} "
+    f"trained facts ({n_rel:,} sums), {int(t0.derivable.sum()):,} of "
+    f"{t0.probes.shape[1]:,} probed nodes derivable; {len(tree_all)} stored runs, "
+    f"{tree_all['cpu_seconds'].sum() / 3600:.2f} CPU hours, git "
+    f"{sorted(set(tree_all['git'].str[:10]))}"
+)
+for name, g in tree_groups.items():
+    print(
+        f"{name}, lr {g['lr'].iloc[0]:g}, seeds {list(g['seed'])}: train "
+        f"{exact(g['train_acc'])} (ceiling {exact(tree_ceiling[name])}), X "
+        f"{exact(g['x_acc'])}, derivable nodes {exact(g['probe_acc'])}, not derivable "
+        f"{exact(g['underivable_acc'])}"
+    )
+print(f"chance: {1 / P_tree:.3f}")
+ledger.precondition(
+    "fit-trees",
+    "every stored tree model fits its trained facts up to the generator's ceiling "
+    "(lowest seed's median over the last three evaluations, as a fraction of the "
+    "ceiling)",
+    [
+        np.median(np.stack(g["curve.train_acc"])[:, -3:], axis=1).min()
+        / tree_ceiling[name].max()
+        for name, g in tree_groups.items()
+    ],
+    above=0.85,
+    print_tol=0.01,
+)
+TREE_BOUND = 0.35  # as the chains' "not solved"
+mem_x = tree_groups["JEPA + memory"]["x_acc"].to_numpy()
+ledger.check(
+    "tree-not-solved-memory",
+    f"JEPA + memory does not solve the problems: accuracy on the targets X below "
+    f"{TREE_BOUND}, every seed",
+    mem_x,
+    below=TREE_BOUND,
+    print_tol=0.005,
+    kind="paper",
+    source="Section 4",
+    paper="JEPA with memory maintains high performance up to b = 40 (no number)",
+    contradicts=True,
+    negative=True,
+    broken_by=("probes_in_training",),
+    requires=("fit-trees",),
+)
+for name, key in (("standard", "std"), ("JEPA + memory", "mem")):
+    g = tree_groups[name]
+    for m in ("x_acc", "probe_acc", "underivable_acc", "train_acc"):
+        ledger.glue(f"tree_{key}_{m}", g[m], digits=3)
+    ledger.glue(f"tree_{key}_ceiling", tree_ceiling[name], digits=3)
+ledger.glue(
+    "tree_mem_best_x",
+    np.stack(tree_groups["JEPA + memory"]["curve.x_acc"]).max(),
+    digits=2,
+)
+ledger.glue("tree_leak_x_acc", tree_leak["x_acc"], digits=3)
+ledger.glue("tree_leak_probe_acc", tree_leak["probe_acc"], digits=3)
+ledger.glue("tree_facts", t0.train.shape[1], digits=0)
+ledger.glue("tree_cpu_hours", tree_all["cpu_seconds"].sum() / 3600, digits=2)
+print(
+    "stored control runs (JEPA + memory, the probed facts trained too): X "
+    f"{exact(tree_leak['x_acc'])}, derivable nodes {exact(tree_leak['probe_acc'])}"
+)
+
+# %% mystnb={"figure": {"caption": "The paper's problem trees (stored runs): value accuracy on the targets X (solid) and on the derivable bridge nodes (dashed) during training, for the standard transformer (2 layers, lr 3e-3) and JEPA with the top-1 memory layer (LayerNorm, lr 3e-4), d = 64, batch 128, 2 seeds each (median and band); dash-dotted: JEPA + memory trained on the probed facts too (the control). Dotted: chance 1/P. Our scale: P = 23, 10 core entities per value, 20 problems with branching b = 10, 60% distractors, 16,000 steps; the paper: P = 10,007, b = 10-40, up to 3M steps.", "name": "fig-arithmetic-trees"}, "tags": ["hide-input"]}
+fig, ax = plt.subplots(figsize=(7, 3.8))
+for name, g in tree_groups.items():
+    i = list(NAMES.values()).index(name)  # the colours of fig-arithmetic-stored
+    steps = g["curve.steps"].iloc[0]
+    plot.seed_band(
+        ax, steps, np.stack(g["curve.x_acc"]).T, label=f"{name}, X", color=f"C{i}"
+    )
+    ax.plot(steps, np.median(np.stack(g["curve.probe_acc"]), 0), ls="--", color=f"C{i}")
+if len(tree_leak):
+    ax.plot(
+        tree_leak["curve.steps"].iloc[0],
+        np.median(np.stack(tree_leak["curve.x_acc"]), 0),
+        ls="-.",
+        color="C2",
+        lw=1,
+        label="JEPA + memory, probes trained (control), X",
+    )
+ax.plot([], [], ls="--", color="k", label="derivable bridge nodes")
+ax.axhline(1 / P_tree, color="grey", ls=":", lw=1)
+ax.set(xlabel="step", ylabel="value accuracy", ylim=(0, 1.03))
+ax.legend(fontsize="x-small")
+plot.savefig(fig, "fig-arithmetic-trees")
+plt.show()
+
+# %% [markdown]
+# ## 5. The stored runs are what this code computes (live re-run)
 #
 # The first `LIVE_STEPS` steps of the stored JEPA + memory run with `PER_VALUE` core entities
 # per value and seed `SEED` are trained again: same data and minibatches, so the metrics at
