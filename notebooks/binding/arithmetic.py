@@ -574,11 +574,19 @@ ledger.check(
     broken_by=("probes_in_training",),
     requires=("fit-trees",),
 )
+
+
+def glue_seeds(name, values):
+    """Glue every seed's value as a range, or as one number where the seeds agree."""
+    v = np.asarray(values, dtype=float)
+    ledger.glue(name, v[0] if np.all(v == v[0]) else v, digits=3)
+
+
 for name, key in (("standard", "std"), ("JEPA + memory", "mem")):
     g = tree_groups[name]
     for m in ("x_acc", "probe_acc", "underivable_acc", "train_acc"):
-        ledger.glue(f"tree_{key}_{m}", g[m], digits=3)
-    ledger.glue(f"tree_{key}_ceiling", tree_ceiling[name], digits=3)
+        glue_seeds(f"tree_{key}_{m}", g[m])
+    glue_seeds(f"tree_{key}_ceiling", tree_ceiling[name])
 ledger.glue(
     "tree_mem_best_x",
     np.stack(tree_groups["JEPA + memory"]["curve.x_acc"]).max(),

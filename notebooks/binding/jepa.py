@@ -1194,7 +1194,8 @@ def big_seeds(name, key, step=None):
 # #Sem 4 (20,000 steps), each seed's
 ledger.glue("big_mem_n_seeds", len(big_rows["memory layer"]), digits=0)
 for m in ("train_acc", "atomic_acc", "test_acc", "test_mrr"):
-    ledger.glue(f"big_mem_{m}_seeds", big_seeds("memory layer", m), digits=3)
+    v = big_seeds("memory layer", m)  # one number where the seeds agree
+    ledger.glue(f"big_mem_{m}_seeds", v[0] if np.all(v == v[0]) else v, digits=3)
     for i, v in enumerate(big_seeds("memory layer, #Sem 4", m)):
         ledger.glue(f"big_mem4_{m}_s{i}", v, digits=3)
 # the wider model is matched to the memory layer in trainable parameters

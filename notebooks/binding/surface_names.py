@@ -606,8 +606,10 @@ mem_task = binding_task(
 )
 mem_chance = chance_of(mem_task)
 jepa_all = records.load(JEPA_2500_DIR, curves=True)
-jepa_mem = jepa_all[
-    jepa_all["memory"].eq(True) & ~jepa_all["shuffle_atomic"].eq(True)
+jepa_mem = jepa_all[  # the memory layer with one semantic block, as here
+    jepa_all["memory"].eq(True)
+    & jepa_all["n_sem"].eq(1)
+    & ~jepa_all["shuffle_atomic"].eq(True)
 ].sort_values("seed")
 
 # %% tags=["hide-input"]
