@@ -28,3 +28,21 @@ def offline_switches_after():
         ).stdout.split()
 
     return run
+
+
+@pytest.fixture
+def arithmetic_n_train(monkeypatch):
+    """A dict whose ``"n"`` is the number of trained facts that
+    ``revlib.experiments.arithmetic.run`` last passed to ``train`` (the real ``train``
+    still runs)."""
+    import revlib.experiments.arithmetic as ar
+
+    seen = {}
+    real = ar.train
+
+    def spy(model, loss, cfg, evals, n_train, **kw):
+        seen["n"] = n_train
+        return real(model, loss, cfg, evals, n_train=n_train, **kw)
+
+    monkeypatch.setattr(ar, "train", spy)
+    return seen

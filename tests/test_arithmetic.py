@@ -125,17 +125,10 @@ def test_run_is_deterministic_and_reports_groups(model):
     np.testing.assert_allclose(a.final("probe_acc"), a.probe_correct.mean(-1))
 
 
-def test_probes_in_training_adds_the_probed_facts(monkeypatch):
+def test_probes_in_training_adds_the_probed_facts(arithmetic_n_train):
     import revlib.experiments.arithmetic as ar
 
-    seen = {}
-    real = ar.train
-
-    def spy(model, loss, cfg, evals, n_train, **kw):
-        seen["n"] = n_train
-        return real(model, loss, cfg, evals, n_train=n_train, **kw)
-
-    monkeypatch.setattr(ar, "train", spy)
+    seen = arithmetic_n_train
     base = dict(
         modulus=5,
         per_value=2,

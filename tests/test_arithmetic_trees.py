@@ -266,17 +266,10 @@ def test_tree_run_reports_the_groups(model):
     assert r.by_depth(False).shape == (2, 3)
 
 
-def test_tree_probes_in_training_adds_every_probe(monkeypatch):
+def test_tree_probes_in_training_adds_every_probe(arithmetic_n_train):
     import revlib.experiments.arithmetic as ar
 
-    seen = {}
-    real = ar.train
-
-    def spy(model, loss, cfg, evals, n_train, **kw):
-        seen["n"] = n_train
-        return real(model, loss, cfg, evals, n_train=n_train, **kw)
-
-    monkeypatch.setattr(ar, "train", spy)
+    seen = arithmetic_n_train
     r = ar.run(ar.Config(**{**TINY, "steps": 1}))
     n_train, n_probes = r.task.train.shape[1], r.task.probes.shape[1]
     assert n_probes == 3 * (1 + 3 + 9) and seen["n"] == n_train
