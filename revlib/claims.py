@@ -742,7 +742,9 @@ class Ledger:
         notebook), rounded like the printed lines: with ``print_tol``, to one decimal
         finer than it (nbval compares it within ``print_tol``); without, to ``digits``
         decimals (a number that must not move, e.g. read from a stored run). Arrays are
-        glued as "a–b" (min to max); a string is glued as it is. Returns nothing, as
+        glued as "a–b" (min to max), or as one number where both ends round alike
+        (revlib's nbval plugin compares "x" with a re-run's "x–y" end by end); a string
+        is glued as it is. Returns nothing, as
         :meth:`check` does: a glue ending a cell must not print its text as the cell's
         value, which nbval would compare exactly, without the tolerance."""
         tol = print_tol
@@ -760,7 +762,8 @@ class Ledger:
             digits = report._digits_for(float(tol) / 10)
         arr = _as_values(value)
         fmt = lambda v: f"{v:.{digits}f}"
-        text = fmt(arr[0]) if arr.size == 1 else f"{fmt(arr.min())}–{fmt(arr.max())}"
+        lo, hi = fmt(arr.min()), fmt(arr.max())
+        text = lo if lo == hi else f"{lo}–{hi}"
         key = f"{self.notebook.split('/')[-1]}.{name}"
         # hidden in the page as myst-nb's glue(display=False) is; pasted by {glue:text}
         prefix = "application/papermill.record/"

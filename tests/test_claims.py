@@ -429,6 +429,38 @@ def test_a_glued_number_is_compared_within_its_tolerance():
     )
 
 
+def test_a_glued_array_is_one_number_where_its_ends_round_alike(monkeypatch):
+    """Seeds that agree read as one number on the page ("0.100", not "0.100–0.100");
+    seeds that differ keep their range."""
+    shown = []
+    monkeypatch.setattr(claims, "_display", lambda b, m=None: shown.append(b))
+    led = _ledger()
+    led.glue("same", np.array([0.1, 0.1, 0.10001]), digits=3)
+    led.glue("apart", np.array([0.1, 0.2]), digits=3)
+    led.glue("one", 0.25, print_tol=0.02)
+    assert [list(b.values())[0] for b in shown] == ["0.100", "0.100–0.200", "0.250"]
+
+
+def test_a_glued_number_and_a_range_compare_end_by_end():
+    """A glued array may turn from one number into a range on a re-run (or back): the
+    plugin compares the single number with both ends, within the tolerance."""
+    from revlib import nbval_plugin, report
+
+    out = {"metadata": {"revlib_tol": 0.02}}
+
+    def differs(stored, new):
+        a, b = nbval_plugin._align_ranges(stored, new)
+        return report.compare(
+            nbval_plugin._with_tol(a, out), nbval_plugin._with_tol(b, out)
+        )
+
+    assert not differs("0.99", "0.98–0.99")
+    assert not differs("0.98–1.00", "0.99")
+    assert differs("0.99", "0.93–0.99")  # one end moved beyond the tolerance
+    assert differs("0.99", "0.9")
+    assert nbval_plugin._align_ranges("a", "0.1–0.2") == ("a", "0.1–0.2")
+
+
 def test_quick_values_apply_to_every_control_run_and_per_control(tmp_path):
     import argparse
 

@@ -208,7 +208,10 @@ def _tree_means(correct: torch.Tensor, task: ArithmeticTask) -> dict[str, torch.
     }
 
 
-def _task(config: Config) -> ArithmeticTask:
+def task(config: Config) -> ArithmeticTask:
+    """The facts and probes a run of ``config`` trains and tests (chains or the paper's
+    problem trees, after ``config.shape``), one set per seed of ``config.seeds``: what a
+    notebook reads a stored run's task from (``task(records.config_of(row))``)."""
     if config.shape == "tree":
         return arithmetic_tree_task(
             config.modulus,
@@ -233,19 +236,19 @@ def _task(config: Config) -> ArithmeticTask:
 def run(config: Config) -> Result:
     """Train ``config.n_seeds`` models of kind ``config.model`` (one batched model),
     evaluate."""
-    task = _task(config)
-    S, P = config.n_seeds, task.modulus
+    facts = task(config)
+    S, P = config.n_seeds, facts.modulus
     seeds_ix = torch.arange(S)[:, None]
-    train_seqs = task.sequences(task.train)  # [S, N, 4]
-    eval_train, probes = train_seqs[:, : config.n_eval], task.sequences(task.probes)
+    train_seqs = facts.sequences(facts.train)  # [S, N, 4]
+    eval_train, probes = train_seqs[:, : config.n_eval], facts.sequences(facts.probes)
     if config.probes_in_training:
         train_seqs = torch.cat([train_seqs, probes], 1)
-    n_out = task.eq_token  # answers are values or entities, never <=> or <mask>
+    n_out = facts.eq_token  # answers are values or entities, never <=> or <mask>
 
     if config.model == "standard":
         model = Transformer(
             TransformerConfig(
-                vocab_size=task.vocab_size,
+                vocab_size=facts.vocab_size,
                 block_size=4,
                 n_layer=config.n_layer,
                 n_head=config.n_head,
@@ -273,9 +276,9 @@ def run(config: Config) -> Result:
     else:
         # one memory key per token (values, entities, <=>, <mask>): every patch is one
         # token
-        keys = torch.arange(task.vocab_size).expand(S, -1)[..., None]
+        keys = torch.arange(facts.vocab_size).expand(S, -1)[..., None]
         model = JEPA(
-            config.jepa_config(task.vocab_size + 1),
+            config.jepa_config(facts.vocab_size + 1),
             S,
             seed=config.seed,
             memory_keys=keys if config.model == "jepa_memory" else None,
@@ -304,8 +307,11 @@ def run(config: Config) -> Result:
 
     def evaluate():
         if config.shape == "tree":
-            return {"train_acc": train_acc(), **_tree_means(probe_correct(), task)}
-        return {"train_acc": train_acc(), **_group_means(probe_correct(), task.reverse)}
+            return {"train_acc": train_acc(), **_tree_means(probe_correct(), facts)}
+        return {
+            "train_acc": train_acc(),
+            **_group_means(probe_correct(), facts.reverse),
+        }
 
     history = train(
         model,
@@ -319,5 +325,5 @@ def run(config: Config) -> Result:
     with torch.no_grad():
         final = probe_correct().numpy()
     return Result(
-        config=config, task=task, model=model, history=history, probe_correct=final
+        config=config, task=facts, model=model, history=history, probe_correct=final
     )
