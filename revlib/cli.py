@@ -185,7 +185,14 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="run every point with seeds 0..N-1 (default: 1)",
+        help="run every point with N seeds, 0..N-1 (default: 1)",
+    )
+    sw.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        metavar="K",
+        help="start the seeds at K: seeds K..K+N-1 (default: 0)",
     )
     sw.add_argument(
         "--out",
@@ -307,7 +314,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"--out {args.out} is a file, not a folder")
             fixed = _assignments(args.experiment, args.set, grid=False)
             grid = _assignments(args.experiment, args.grid, grid=True)
-            tasks = sweeps.plan(args.experiment, grid, fixed, args.seeds)
+            if args.first_seed < 0:
+                raise ValueError(f"--first-seed must be >= 0, got {args.first_seed}")
+            tasks = sweeps.plan(
+                args.experiment, grid, fixed, args.seeds, first_seed=args.first_seed
+            )
             if args.scheduler is None and args.workers < 1:
                 raise ValueError(f"--workers must be >= 1, got {args.workers}")
             devices.resolve(args.device, here=args.scheduler is None)

@@ -106,14 +106,19 @@ class Task:
 
 
 def plan(
-    name: str, grid: Mapping[str, Sequence], fixed: Mapping[str, object], n_seeds: int
+    name: str,
+    grid: Mapping[str, Sequence],
+    fixed: Mapping[str, object],
+    n_seeds: int,
+    first_seed: int = 0,
 ) -> list[Task]:
     """Every grid point (Cartesian product, in ``grid`` order) times seeds
-    ``0 .. n_seeds-1``, each Config built once here, so a bad value fails before
-    anything runs."""
+    ``first_seed .. first_seed + n_seeds - 1``, each Config built once here, so a bad
+    value fails before anything runs."""
     from revlib import _validate
 
     _validate.integer("n_seeds", n_seeds, 1, 10**6)
+    _validate.integer("first_seed", first_seed, 0, 2**31 - 1)
     known = config_fields(name)
     for key in list(grid) + list(fixed):
         if key not in known:
@@ -141,7 +146,7 @@ def plan(
     tasks = []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
-        for seed in range(n_seeds):
+        for seed in range(first_seed, first_seed + n_seeds):
             fields = {**fixed, **point, "seed": seed, **per_seed}
             make_config(name, fields)
             tasks.append(

@@ -161,6 +161,7 @@ def test_a_mistake_is_one_line_without_traceback():
             ["'lr' is both in --grid and --set"],
         ),
         (["sweep", "bilinear", "--seeds", "0"], ["--seeds must be >= 1"]),
+        (["sweep", "bilinear", "--first-seed", "-1"], ["--first-seed must be >= 0"]),
     ],
 )
 def test_mistakes_exit_2_with_one_line_naming_them(argv, words, tmp_path, capsys):
@@ -295,6 +296,22 @@ def test_seeds_and_file_names(tmp_path, scheduler):
     assert len(list(out.glob("*.json"))) == 3
     df = records.load(out)
     assert sorted(df["seed"]) == [0, 0, 1] and sorted(df["lr"]) == [0.25, 2.0, 2.0]
+
+
+def test_first_seed_runs_later_seeds_under_the_same_names(tmp_path):
+    """--first-seed 1 --seeds 1 runs seed 1 alone, into the file --seeds 2 would write
+    for it: a second seed added later is the same run, and --seeds 2 skips it."""
+    alone, both = tmp_path / "alone", tmp_path / "both"
+    assert _sweep(alone, "--first-seed", "1", "--seeds", "1") == 0
+    assert _sweep(both, "--seeds", "2") == 0
+    (one,) = [f.name for f in alone.glob("*.json")]
+    assert one.split("__")[1] == "seed=1"
+    assert one in {f.name for f in both.glob("*.json")}
+    assert records.load(alone)["seed"].tolist() == [1]
+    tasks = sweeps.plan("bilinear", {}, {}, 2, first_seed=3)
+    assert [t.seed for t in tasks] == [3, 4]
+    with pytest.raises(ValueError, match="first_seed"):
+        sweeps.plan("bilinear", {}, {}, 1, first_seed=-1)
 
 
 FAILING = """
