@@ -48,6 +48,16 @@ from revlib import claims  # noqa: E402
 # lands.
 WITHOUT_SCIENCE_CONTROL: dict[str, set[str]] = {}  # empty since small_lm's controls
 
+# Claims on stored runs whose precondition does not hold in those runs (a model that
+# lost its fit): untested on the default run, whatever the machine, so there is nothing
+# for a control to break. Listed so that the state is deliberate and visible: such a
+# claim must read "untested" on the default run and under its controls, and one that is
+# tested again (new stored runs) fails the check until its entry is removed.
+UNTESTED_ON_STORED_RUNS: dict[str, set[str]] = {
+    # a seed of JEPA 1/1 at m = 20 loses its fit after step 36,372 (big-fit-m20)
+    "binding/jepa": {"big-multiplicity-worse", "big-deep-m20-worse"},
+}
+
 
 def _scaled(knobs: dict, k: float) -> dict:
     out = {}
@@ -238,7 +248,15 @@ def table(results: list[dict], scale: float, quick: bool = False) -> int:
                     continue
                 kind = rec["kind"]
                 text = rec["outcome"]
-                if rec["expected"] == "fails":
+                if rid in UNTESTED_ON_STORED_RUNS.get(name, set()) and scale == 1:
+                    ok = rec["outcome"] == "untested"
+                    text = (
+                        "untested (listed)"
+                        if ok
+                        else f"{rec['outcome'].upper()} (listed as untested)"
+                    )
+                    bad += not ok
+                elif rec["expected"] == "fails":
                     ok = rec["outcome"] == "fails"
                     text = (
                         "fails (must)"

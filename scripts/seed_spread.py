@@ -114,7 +114,7 @@ def retolerance(paths: list[Path]) -> int:
                     "was measured: run scripts/seed-spread on it"
                 )
             if r["tol"] != rec["tol"] or not np.isclose(
-                r["margin"], rec["margin"], equal_nan=True
+                float(r["margin"]), float(rec["margin"]), equal_nan=True
             ):
                 print(f"{led['notebook']}/{rid}: tol {r['tol']} -> {rec['tol']}")
                 r["tol"], r["margin"] = rec["tol"], rec["margin"]
@@ -253,7 +253,7 @@ def main() -> int:
             flag = "covered" if r["tol"] >= r["spread"] else "TOL BELOW SPREAD"
             print(
                 f"  {path.stem}/{rid}: tol {r['tol']:g}, spread {r['spread']:.3g}, "
-                f"margin {r['margin']:.3g}: {flag}"
+                f"margin {float(r['margin']):.3g}: {flag}"
             )
     return 0
 

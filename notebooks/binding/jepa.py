@@ -1051,16 +1051,17 @@ plt.show()
 #
 # The data and model of §8 ($|E_A|=2{,}500$, 240 tested entities, 3 relation pairs,
 # $m=10$, $d=64$) in the recipe that fits at 1,800 entities (§4: LayerNorm of both
-# concepts, in-batch InfoNCE at batch 128, AdamW lr $3\cdot10^{-4}$, no warm-up), one
-# seed per model and two for the memory layer (`data/sweeps/jepa_2500`; the commands are
-# in the chapter): JEPA 1/1 for 200,000 steps (the issue's limit for this run), and for
-# 50,000 the memory layer, JEPA 1/4 (the depth of §5), JEPA 1/1 at multiplicities $m=2$
-# and $m=20$, JEPA 1/4 at $m=20$, and JEPA 1/1 widened to $d=88$, which matches the
-# memory model in trainable parameters (the paper's Figure 4 compares the two at 61.1M
-# and 61.4M). Beside each sits its science control, the same recipe with
-# the atomic answers shuffled for 20,000 steps, read under `shuffled_labels`. The
-# comparisons are made at equal steps: JEPA 1/1's curve is read at step 50,000
-# (interpolated in log steps between its evaluations). As in §8 we fit
+# concepts, in-batch InfoNCE at batch 128, AdamW lr $3\cdot10^{-4}$, no warm-up)
+# (`data/sweeps/jepa_2500`; the commands are in the chapter): JEPA 1/1 for 200,000 steps
+# (the issue's limit for this run), and for 50,000 a second seed of it, the memory layer,
+# JEPA 1/4 (the depth of §5), JEPA 1/1 at multiplicities $m=2$ and $m=20$, JEPA 1/4 at
+# $m=20$, JEPA 1/1 widened to $d=88$, which matches the memory model in trainable
+# parameters (the paper's Figure 4 compares the two at 61.1M and 61.4M), and JEPA 3/3;
+# two seeds of the memory layers and of JEPA 1/4 and JEPA 1/1 at $m=2$ and $m=20$, one of
+# the others. Beside each model sits its science control, the same recipe with the
+# atomic answers shuffled for 20,000 steps (one seed), read under `shuffled_labels`. The
+# comparisons are made at equal steps, every seed against every seed: JEPA 1/1's first
+# seed is read at step 50,000 (interpolated in log steps between its evaluations). As in §8 we fit
 # $\mathrm{acc}(t)=a\,t^{b}$ over the last decade of each run's steps and extrapolate it
 # to the paper's number, drawn as an extrapolation.
 
@@ -1115,6 +1116,11 @@ def big_at(name, key, step=None, i=0):
     return float(np.interp(np.log(step), np.log(np.maximum(steps, 1)), v))
 
 
+def big_seeds(name, key, step=None):
+    """Every seed's value of a model, at its last evaluation or at ``step``."""
+    return np.array([big_at(name, key, step, i) for i in range(len(big_rows[name]))])
+
+
 big_fits = {}
 for name, rows in big_rows.items():
     for i, r in enumerate(rows):
@@ -1146,9 +1152,14 @@ BIG_KEYS = {
 }
 for name, key in BIG_KEYS.items():
     for m in ("train_acc", "atomic_acc", "test_acc", "test_mrr"):
-        ledger.glue(f"big_{key}_{m}", big_at(name, m), digits=3)
+        ledger.glue(f"big_{key}_{m}", big_at(name, m), digits=3)  # the first seed's
+        ledger.glue(f"big_{key}_{m}_seeds", big_seeds(name, m), digits=3)
+        for i in range(len(big_rows[name])):  # each seed's, for the table
+            ledger.glue(f"big_{key}_{m}_s{i}", big_at(name, m, i=i), digits=3)
     ledger.glue(f"big_{key}_exponent", big_fits[name][0], digits=3)
     ledger.glue(f"big_{key}_cpu_h", big_runs[name]["cpu_seconds"] / 3600, digits=2)
+    for i, r in enumerate(big_rows[name]):
+        ledger.glue(f"big_{key}_cpu_h_s{i}", r["cpu_seconds"] / 3600, digits=2)
 ledger.glue("b_chance_acc", b_chance_acc, digits=4)
 # the controls' fit at their last step (20,000); JEPA 1/4 at m = 20 fits slowest
 ctl_fit = big_ctl[["train_acc", "atomic_acc"]].min(axis=1)
@@ -1185,19 +1196,26 @@ for m in ("test_acc", "test_mrr"):
     ledger.glue(f"big_jepa_{m}_50k", big_at("JEPA 1/1", m, MATCH), digits=3)
 
 
-def big_seeds(name, key, step=None):
-    """Every seed's value of a model, at its last evaluation or at ``step``."""
-    return np.array([big_at(name, key, step, i) for i in range(len(big_rows[name]))])
-
-
-# the memory layer's second seed (50,000 steps): every seed's last values; with
-# #Sem 4 (20,000 steps), each seed's
 ledger.glue("big_mem_n_seeds", len(big_rows["memory layer"]), digits=0)
-for m in ("train_acc", "atomic_acc", "test_acc", "test_mrr"):
-    v = big_seeds("memory layer", m)  # one number where the seeds agree
-    ledger.glue(f"big_mem_{m}_seeds", v[0] if np.all(v == v[0]) else v, digits=3)
-    for i, v in enumerate(big_seeds("memory layer, #Sem 4", m)):
-        ledger.glue(f"big_mem4_{m}_s{i}", v, digits=3)
+# how far two seeds of one model lie apart in held-out accuracy at the step compared
+# (JEPA 1/1 at step 50,000, where its second seed ends)
+spreads = {
+    name: np.ptp(big_seeds(name, "test_acc", MATCH if name == "JEPA 1/1" else None))
+    for name, rows in big_rows.items()
+    if len(rows) > 1
+}
+print(
+    "seed-to-seed spread of held-out accuracy: "
+    + ", ".join(f"{n} {v:.3f}" for n, v in spreads.items())
+)
+if spreads:  # the controls (read under shuffled_labels) have one seed each
+    ledger.glue("big_seed_spreads", np.array(list(spreads.values())), digits=3)
+ledger.glue("big_n_two_seeds", len(spreads), digits=0)
+# JEPA 1/1's seeds at step 50,000 (seed 0 runs 200,000 steps, seed 1 50,000)
+for m in ("test_acc", "test_mrr"):
+    v = big_seeds("JEPA 1/1", m, MATCH)
+    ledger.glue(f"big_jepa_{m}_50k_seeds", v, digits=3)
+    ledger.glue(f"big_jepa_{m}_50k_seed_gap", v.max() - v.min(), digits=3)
 # the wider model is matched to the memory layer in trainable parameters
 big_cfg = dict(
     n_a=int(big["n_a"].iloc[0]), n_b=n_b_big, n_rel=int(big["n_rel"].iloc[0])
@@ -1226,18 +1244,47 @@ ledger.glue(
     big_at("JEPA 1/4, m = 20", "test_acc") / b_chance_acc,
     digits=1,
 )
+M20 = ("JEPA 1/1, m = 20", "JEPA 1/4, m = 20")
+
+
+def big_fits_of(names):
+    """The lower of train and atomic accuracy at the last evaluation, every seed."""
+    return [
+        min(big_at(n, "train_acc", i=i), big_at(n, "atomic_acc", i=i))
+        for n in names
+        for i in range(len(big_rows[n]))
+    ]
+
+
 ledger.precondition(
     "big-fit",
-    "every model at |E_A| = 2,500 fits its training and atomic facts at its last "
-    "evaluation (lowest, every seed)",
-    [
-        min(big_at(n, "train_acc", i=i), big_at(n, "atomic_acc", i=i))
-        for n in big_rows
-        for i in range(len(big_rows[n]))
-    ],
+    "every model at |E_A| = 2,500 but those at m = 20 fits its training and atomic "
+    "facts at its last evaluation (lowest, every seed)",
+    big_fits_of([n for n in big_rows if n not in M20]),
     above=0.9,
     print_tol=TOL_S,
 )
+# at m = 20 a seed may lose its fit late in the run (JEPA 1/1's seed 1): the two
+# comparisons that read m = 20 at step 50,000 need it
+ledger.precondition(
+    "big-fit-m20",
+    "both models at m = 20 (JEPA 1/1 and JEPA 1/4) fit their training and atomic facts "
+    "at their last evaluation (lowest, every seed)",
+    big_fits_of(M20),
+    above=0.9,
+    print_tol=TOL_S,
+)
+for i in range(len(big_rows["JEPA 1/1, m = 20"])):  # each seed's best fit, and where
+    st, tr = big_curve("JEPA 1/1, m = 20", "train_acc", i)
+    fit = np.minimum(tr, big_curve("JEPA 1/1, m = 20", "atomic_acc", i)[1])
+    k = int(np.argmax(fit))
+    print(
+        f"JEPA 1/1, m = 20, seed {i}: best fit {fit[k]:.3f} at step {int(st[k]):,}, "
+        f"{fit[-1]:.3f} at its last evaluation"
+    )
+    ledger.glue(f"big_m20_best_fit_s{i}", fit[k], digits=3)
+    ledger.glue(f"big_m20_best_fit_step_s{i}", int(st[k]), digits=0)
+    ledger.glue(f"big_m20_last_fit_s{i}", fit[-1], digits=3)
 for cid, name, where, value, seeds in (
     ("big-jepa-acc", "JEPA 1/1", "Figure 3 (left)", 0.72, "the first seed"),
     ("big-memory-acc", "memory layer", "Figure 4 (right)", 0.80, "every seed"),
@@ -1277,7 +1324,7 @@ def big_gap(hi, lo):
 # the comparisons at step 50,000, each a gap above twice chance accuracy (big_gap
 # exchanges its groups under swap_groups)
 AT_50K = "at |E_A| = 2,500 and step 50,000"
-for cid, sentence, gaps, source, paper in (
+for cid, sentence, gaps, source, paper, needs in (
     (
         "big-memory-beats-jepa",
         f"{AT_50K} the memory layer's held-out accuracy and MRR are above JEPA "
@@ -1285,6 +1332,7 @@ for cid, sentence, gaps, source, paper in (
         big_gap("memory layer", "JEPA 1/1"),
         "Figure 4",
         "about 80% against 72% (unverified readings)",
+        (),
     ),
     (
         "big-deeper-worse",
@@ -1293,6 +1341,7 @@ for cid, sentence, gaps, source, paper in (
         big_gap("JEPA 1/1", "JEPA 1/4"),
         "Figure 3 (left)",
         "about 72% for 1/1, 52% for 1/6, 40% for 6/6 (unverified readings)",
+        (),
     ),
     (
         "big-multiplicity-worse",
@@ -1302,6 +1351,7 @@ for cid, sentence, gaps, source, paper in (
         + big_gap("JEPA 1/1", "JEPA 1/1, m = 20"),
         "Figure 3 (right)",
         "higher multiplicity is worse (no number)",
+        ("big-fit-m20",),
     ),
     (
         "big-memory-beats-wide",
@@ -1313,6 +1363,7 @@ for cid, sentence, gaps, source, paper in (
         "the memory layer about 80%; widening 768 -> 1280 helps only incrementally, "
         "at nearly the memory layer's parameters (61.1M against 61.4M; unverified "
         "readings)",
+        (),
     ),
     (
         "big-deep-m20-worse",
@@ -1321,6 +1372,7 @@ for cid, sentence, gaps, source, paper in (
         big_gap("JEPA 1/1, m = 20", "JEPA 1/4, m = 20"),
         "Figure 3 (right)",
         "at m = 20 deep models degrade to near zero (no number)",
+        ("big-fit-m20",),
     ),
 ):
     ledger.check(
@@ -1333,9 +1385,10 @@ for cid, sentence, gaps, source, paper in (
         source=source,
         paper=paper,
         broken_by=("swap_groups", "shuffled_labels"),
+        requires=needs,
     )
-# deeper recognition: the paper has 6/6 below 1/1; here 3/3 ends above 1/1 (one seed
-# each)
+# deeper recognition: the paper has 6/6 below 1/1; here 3/3 (one seed) ends above both
+# seeds of 1/1
 ledger.check(
     "big-deep-rec-not-worse",
     f"{AT_50K} JEPA 3/3 (three recognition and three semantic blocks) is above JEPA "
@@ -1350,10 +1403,10 @@ ledger.check(
     contradicts=True,
     broken_by=("swap_groups", "shuffled_labels"),
 )
-for m in ("test_acc", "test_mrr"):
+for m in ("test_acc", "test_mrr"):  # every 3/3 seed against every 1/1 seed
     ledger.glue(
         f"big_rec3_minus_jepa_{m}_50k",
-        big_at("JEPA 3/3", m, MATCH) - big_at("JEPA 1/1", m, MATCH),
+        big_seeds("JEPA 3/3", m, MATCH)[:, None] - big_seeds("JEPA 1/1", m, MATCH),
         digits=3,
     )
 # the memory layer with #Sem 4 runs 20,000 steps: both depths compared there. The paper
@@ -1402,10 +1455,10 @@ ledger.glue(
     big_curve("JEPA 1/1, d = 88", "test_acc")[1].max(),
     digits=3,
 )
-ledger.glue(
+ledger.glue(  # every wide seed against every JEPA 1/1 seed
     "big_wide_minus_jepa_50k",
-    big_at("JEPA 1/1, d = 88", "test_acc", MATCH)
-    - big_at("JEPA 1/1", "test_acc", MATCH),
+    big_seeds("JEPA 1/1, d = 88", "test_acc", MATCH)[:, None]
+    - big_seeds("JEPA 1/1", "test_acc", MATCH),
     digits=3,
 )
 # what closing the gap would take: each fit extrapolated to the paper's number
@@ -1422,7 +1475,7 @@ for name, paper_acc in (("JEPA 1/1", 0.72), ("memory layer", 0.80)):
         digits=1,
     )
 
-# %% mystnb={"figure": {"caption": "The book's recipe (LayerNorm of both concepts, batch 128, AdamW lr 3e-4) at |E_A| = 2,500, m = 10, d = 64, one seed per model (two for the memory layers): held-out reverse accuracy (left) and MRR (right) against steps, for JEPA 1/1 (200,000 steps), the memory layer, JEPA 1/4, JEPA 1/1 at m = 2 and m = 20, JEPA 1/4 at m = 20, JEPA 1/1 widened to d = 88 and JEPA 3/3 (50,000), and the memory layer with #Sem 4 (20,000, two seeds), each with its science control (dash-dotted, the atomic answers shuffled, 20,000 steps), and JEPA 1/1 in the paper's recipe from section 8 (grey); thin lines: the memory layers' second seeds. Dotted: the paper's about 0.72 (JEPA 1/1) and 0.80 (memory layer), at |E_A| = 50K, d = 768, up to 3M steps; grey dotted: chance. Dashed: the least-squares fit acc = a t^b over the last decade of steps of JEPA 1/1 and the memory layer, extrapolated beyond the data up to the paper's number (an extrapolation, not a measurement).", "name": "fig-jepa-2500"}, "tags": ["hide-input"]}
+# %% mystnb={"figure": {"caption": "The book's recipe (LayerNorm of both concepts, batch 128, AdamW lr 3e-4) at |E_A| = 2,500, m = 10, d = 64, two seeds of JEPA 1/1 (seed 1 to 50,000 steps), JEPA 1/4, JEPA 1/1 at m = 2 and m = 20 and the memory layers, one of the others: held-out reverse accuracy (left) and MRR (right) against steps, for JEPA 1/1 (200,000 steps), the memory layer, JEPA 1/4, JEPA 1/1 at m = 2 and m = 20, JEPA 1/4 at m = 20, JEPA 1/1 widened to d = 88 and JEPA 3/3 (50,000), and the memory layer with #Sem 4 (20,000, two seeds), each with its science control (dash-dotted, the atomic answers shuffled, 20,000 steps), and JEPA 1/1 in the paper's recipe from section 8 (grey); thin lines: second seeds. Dotted: the paper's about 0.72 (JEPA 1/1) and 0.80 (memory layer), at |E_A| = 50K, d = 768, up to 3M steps; grey dotted: chance. Dashed: the least-squares fit acc = a t^b over the last decade of steps of JEPA 1/1 and the memory layer, extrapolated beyond the data up to the paper's number (an extrapolation, not a measurement).", "name": "fig-jepa-2500"}, "tags": ["hide-input"]}
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
 MARKS = {"JEPA 1/1, m = 2": "s", "JEPA 1/1, m = 20": "^", "JEPA 1/4, m = 20": "v"}
 MARKS.update({"JEPA 1/1, d = 88": "D", "JEPA 3/3": "X", "memory layer, #Sem 4": "P"})
