@@ -816,11 +816,25 @@ class Ledger:
         ]
         text = "\n".join(lines)
         data = self.as_dict()
-        if not _display({"text/plain": text}, {"revlib_ledger": data}):
+        # an untested claim's margin is NaN, which a kernel message cannot carry as JSON
+        # (jupyter_client warns on stderr and sends "nan"): send "nan" itself
+        if not _display({"text/plain": text}, {"revlib_ledger": _json_safe(data)}):
             print(text)
         target = os.environ.get("REVLIB_LEDGER")
         if target:
             write_json(Path(target), data)
+
+
+def _json_safe(value):
+    """``value`` with every NaN or infinite float written as its text ("nan", "inf",
+    "-inf"), which JSON can carry; ``float()`` reads it back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _display(bundle: dict, metadata: dict | None = None) -> bool:

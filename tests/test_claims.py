@@ -444,6 +444,30 @@ def test_a_glued_array_is_one_number_where_its_ends_round_alike(monkeypatch):
     assert [list(b.values())[0] for b in shown] == ["0.100", "0.100–0.200", "0.250"]
 
 
+def test_the_stored_ledger_carries_a_nan_margin_as_text(monkeypatch):
+    """An untested claim's margin is NaN: the summary sends it as "nan", which a kernel
+    message can carry (a NaN made jupyter_client warn on stderr, a machine-specific
+    path that nbval compared)."""
+    shown = []
+    monkeypatch.setattr(claims, "_display", lambda b, m=None: shown.append(m) or True)
+    led = _ledger()
+    led.precondition("fit", "fits", [0.1], above=0.9, print_tol=0.01)
+    led.check(
+        "c",
+        "holds",
+        [1.0],
+        above=0.5,
+        print_tol=0.1,
+        kind="ours",
+        broken_by=("reverse_in_training",),
+        requires=("fit",),
+    )
+    led.summary()
+    rec = {r["id"]: r for r in shown[-1]["revlib_ledger"]["records"]}["c"]
+    assert rec["outcome"] == "untested" and rec["margin"] == "nan"
+    json.dumps(shown[-1], allow_nan=False)  # valid JSON
+
+
 def test_a_glued_number_and_a_range_compare_end_by_end():
     """A glued array may turn from one number into a range on a re-run (or back): the
     plugin compares the single number with both ends, within the tolerance."""
