@@ -5,6 +5,9 @@
   ``{glue:text}`../../notebooks/<part>/<name>.ipynb::<name>.key:s``` for the one
   notebook listed under the page in ``_toc.yml``. A number glued by another chapter's
   notebook keeps the long form.
+  myst-nb reads a glued text as a Python literal before formatting it, which drops a
+  number's trailing zeros ("1.000" shows as "1.0", "0.070" as "0.07");
+  :func:`keep_decimals` keeps a glued decimal number as the notebook printed it.
 - ``{paper}`0.81``` marks a number as the paper's (quoted, not measured here): rendered
   as it is, with a tooltip; the prose-number test accepts it.
 - ``{claims-scorecard}`` (a directive) builds the page "Claims at a glance" from the
@@ -49,6 +52,34 @@ def expand_nb_role(app, docname, source):
     )
 
 
+DECIMAL = re.compile(r"[-+]?\d+\.\d+")
+
+
+def keep_decimals(format_plain_text):
+    """myst-nb's ``format_plain_text`` with one change: under ``:s`` (what ``{nb}``
+    expands to) a glued decimal number is shown as its text, with the decimals the
+    notebook rounded it to, instead of as ``str(float(text))``; anything else (a
+    quoted string, a range "a–b", another format) is formatted as before."""
+
+    def fmt(text: str, fmt_spec: str) -> str:
+        if fmt_spec == "s" and DECIMAL.fullmatch(text.strip()):
+            return text.strip()
+        return format_plain_text(text, fmt_spec)
+
+    fmt.__wrapped__ = format_plain_text
+    return fmt
+
+
+def _patch_glue_text() -> None:
+    """Install :func:`keep_decimals` where myst-nb's glue roles call the formatter
+    (the page's own glue and a glue read from another notebook)."""
+    from myst_nb.ext.glue import crossref, roles  # noqa: PLC0415
+
+    for module in (roles, crossref):
+        if not hasattr(module.format_plain_text, "__wrapped__"):
+            module.format_plain_text = keep_decimals(module.format_plain_text)
+
+
 def paper_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     node = nodes.inline(rawtext, text, classes=["paper-number"])
     node["title"] = "the paper's number, quoted (not measured here)"
@@ -58,6 +89,7 @@ def paper_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 def setup(app):
     app.add_role("paper", paper_role)
     app.connect("source-read", expand_nb_role)
+    _patch_glue_text()
     from scorecard import ClaimsScorecard, fill_scorecard  # noqa: PLC0415  (on sys.path)
 
     app.add_directive("claims-scorecard", ClaimsScorecard)

@@ -206,6 +206,26 @@ def test_a_chapter_page_and_its_notebook_share_a_name():
     assert pairs and not apart, f"page and notebook named apart: {apart}"
 
 
+def test_a_glued_number_keeps_the_decimals_it_was_rounded_to():
+    """myst-nb would show a glued "1.000" as "1.0"; the book shows it as glued, and
+    formats everything else as myst-nb does."""
+    import revbook
+    from myst_nb.core.variables import format_plain_text
+
+    fmt = revbook.keep_decimals(format_plain_text)
+    assert format_plain_text("1.000", "s") == "1.0"  # what the patch is for
+    assert [fmt(t, "s") for t in ("1.000", "0.070", "-0.043", "0.0050")] == [
+        "1.000",
+        "0.070",
+        "-0.043",
+        "0.0050",
+    ]
+    assert fmt("'a text'", "s") == "a text"  # a glued string: unquoted, as before
+    assert fmt("0.100–0.200", "s") == "0.100–0.200"
+    assert fmt("146253", "s") == "146253"
+    assert fmt("0.125", ".1f") == "0.1"  # an explicit format: myst-nb's
+
+
 def test_the_nb_role_expands_to_the_glue_of_the_pages_own_notebook():
     import revbook
 
