@@ -31,18 +31,27 @@ def offline_switches_after():
 
 
 @pytest.fixture
-def arithmetic_n_train(monkeypatch):
-    """A dict whose ``"n"`` is the number of trained facts that
-    ``revlib.experiments.arithmetic.run`` last passed to ``train`` (the real ``train``
-    still runs)."""
+def n_train_spy(monkeypatch):
+    """``spy(module)`` -> a dict whose ``"n"`` is the number of trained facts that
+    ``module.run`` last passed to ``train`` (the real ``train`` still runs)."""
+
+    def spy_on(module):
+        seen = {}
+        real = module.train
+
+        def spy(model, loss, cfg, evals, n_train, **kw):
+            seen["n"] = n_train
+            return real(model, loss, cfg, evals, n_train=n_train, **kw)
+
+        monkeypatch.setattr(module, "train", spy)
+        return seen
+
+    return spy_on
+
+
+@pytest.fixture
+def arithmetic_n_train(n_train_spy):
+    """The spy on ``revlib.experiments.arithmetic``'s ``train``."""
     import revlib.experiments.arithmetic as ar
 
-    seen = {}
-    real = ar.train
-
-    def spy(model, loss, cfg, evals, n_train, **kw):
-        seen["n"] = n_train
-        return real(model, loss, cfg, evals, n_train=n_train, **kw)
-
-    monkeypatch.setattr(ar, "train", spy)
-    return seen
+    return n_train_spy(ar)

@@ -121,17 +121,10 @@ def test_shuffled_names_permute_entities_per_seed():
         )
 
 
-def test_reverse_in_training_trains_the_held_out_facts(monkeypatch):
+def test_reverse_in_training_trains_the_held_out_facts(n_train_spy):
     import revlib.experiments.surface_names as sn
 
-    seen = {}
-    real = sn.train
-
-    def spy(model, loss, cfg, evals, n_train, **kw):
-        seen["n"] = n_train
-        return real(model, loss, cfg, evals, n_train=n_train, **kw)
-
-    monkeypatch.setattr(sn, "train", spy)
+    seen = n_train_spy(sn)
     base = dict(
         n_a=8,
         n_b=8,
