@@ -1192,8 +1192,6 @@ ledger.glue(
 )
 ledger.glue("big_jepa_pass_step", int(passed[0]) if len(passed) else -1, digits=0)
 MATCH = 50_000  # the memory layer's and JEPA 1/4's steps
-for m in ("test_acc", "test_mrr"):
-    ledger.glue(f"big_jepa_{m}_50k", big_at("JEPA 1/1", m, MATCH), digits=3)
 
 
 ledger.glue("big_mem_n_seeds", len(big_rows["memory layer"]), digits=0)
