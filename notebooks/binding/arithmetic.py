@@ -560,63 +560,74 @@ def tree_report(every_run, groups, ceiling):
 def tree_fit(groups, ceiling):
     """Per model, the lowest seed's median training accuracy over its last three
     evaluations, as a fraction of the highest ceiling."""
-    return [
-        np.median(np.stack(g["curve.train_acc"])[:, -3:], axis=1).min()
-        / ceiling[name].max()
-        for name, g in groups.items()
-    ]
+    return np.array(
+        [
+            np.median(np.stack(g["curve.train_acc"])[:, -3:], axis=1).min()
+            / ceiling[name].max()
+            for name, g in groups.items()
+        ]
+    )
+
+
+def tree_verdicts(suffix, where, groups, fit):
+    """The fit precondition and the paper's claim on one set of stored trees (ids
+    ending in ``suffix``, texts starting with ``where``)."""
+    ledger.precondition(
+        f"fit-trees{suffix}",
+        f"{where}every stored tree model fits its trained facts up to the generator's "
+        "ceiling (lowest seed's median over the last three evaluations, as a fraction "
+        "of the ceiling)",
+        fit,
+        above=0.85,
+        print_tol=0.01,
+    )
+    ledger.check(
+        f"tree-not-solved-memory{suffix}",
+        f"{where}JEPA + memory does not solve the problems: accuracy on the targets X "
+        f"below {SOLVED_BELOW}, every seed",
+        groups["JEPA + memory"]["x_acc"].to_numpy(),
+        below=SOLVED_BELOW,
+        print_tol=0.005,
+        kind="paper",
+        source="Section 4",
+        paper="JEPA with memory maintains high performance up to b = 40 (no number)",
+        contradicts=True,
+        negative=True,
+        broken_by=("probes_in_training",),
+        requires=(f"fit-trees{suffix}",),
+    )
+
+
+def tree_glues(prefix, every_run, leaked, groups, ceiling, t):
+    """The chapter's numbers for one set of stored trees, named ``{prefix}_...``."""
+    for name, key in (("standard", "std"), ("JEPA + memory", "mem")):
+        g = groups[name]
+        for m in ("x_acc", "probe_acc", "underivable_acc", "train_acc"):
+            ledger.glue(f"{prefix}_{key}_{m}", np.asarray(g[m], dtype=float), digits=3)
+        ledger.glue(f"{prefix}_{key}_ceiling", np.asarray(ceiling[name]), digits=3)
+        ledger.glue(
+            f"{prefix}_{key}_best_x", np.stack(g["curve.x_acc"]).max(), digits=2
+        )
+    ledger.glue(f"{prefix}_leak_x_acc", leaked["x_acc"], digits=3)
+    ledger.glue(f"{prefix}_leak_probe_acc", leaked["probe_acc"], digits=3)
+    ledger.glue(f"{prefix}_facts", t.train.shape[1], digits=0)
+    ledger.glue(
+        f"{prefix}_passes", tree_passes(groups["standard"].iloc[0], t), digits=0
+    )
+    ledger.glue(f"{prefix}_cpu_hours", every_run["cpu_seconds"].sum() / 3600, digits=2)
+    print(
+        "stored control runs (JEPA + memory, the probed facts trained too, "
+        f"{int(leaked['steps'].iloc[0]):,} steps): X {exact(leaked['x_acc'])}, "
+        f"derivable nodes {exact(leaked['probe_acc'])}"
+    )
 
 
 tree_all, tree_leak, tree_groups, tree_ceiling = tree_read(TREE_DIR)
 t0 = tree_report(tree_all, tree_groups, tree_ceiling)
 P_tree = int(tree_groups["standard"]["modulus"].iloc[0])
 print(f"chance: {1 / P_tree:.3f}")
-ledger.precondition(
-    "fit-trees",
-    "every stored tree model fits its trained facts up to the generator's ceiling "
-    "(lowest seed's median over the last three evaluations, as a fraction of the "
-    "ceiling)",
-    tree_fit(tree_groups, tree_ceiling),
-    above=0.85,
-    print_tol=0.01,
-)
-mem_x = tree_groups["JEPA + memory"]["x_acc"].to_numpy()
-ledger.check(
-    "tree-not-solved-memory",
-    f"JEPA + memory does not solve the problems: accuracy on the targets X below "
-    f"{SOLVED_BELOW}, every seed",
-    mem_x,
-    below=SOLVED_BELOW,
-    print_tol=0.005,
-    kind="paper",
-    source="Section 4",
-    paper="JEPA with memory maintains high performance up to b = 40 (no number)",
-    contradicts=True,
-    negative=True,
-    broken_by=("probes_in_training",),
-    requires=("fit-trees",),
-)
-
-
-for name, key in (("standard", "std"), ("JEPA + memory", "mem")):
-    g = tree_groups[name]
-    for m in ("x_acc", "probe_acc", "underivable_acc", "train_acc"):
-        ledger.glue(f"tree_{key}_{m}", np.asarray(g[m], dtype=float), digits=3)
-    ledger.glue(f"tree_{key}_ceiling", np.asarray(tree_ceiling[name]), digits=3)
-ledger.glue(
-    "tree_mem_best_x",
-    np.stack(tree_groups["JEPA + memory"]["curve.x_acc"]).max(),
-    digits=2,
-)
-ledger.glue("tree_leak_x_acc", tree_leak["x_acc"], digits=3)
-ledger.glue("tree_leak_probe_acc", tree_leak["probe_acc"], digits=3)
-ledger.glue("tree_facts", t0.train.shape[1], digits=0)
-ledger.glue("tree_passes", tree_passes(tree_groups["standard"].iloc[0], t0), digits=0)
-ledger.glue("tree_cpu_hours", tree_all["cpu_seconds"].sum() / 3600, digits=2)
-print(
-    "stored control runs (JEPA + memory, the probed facts trained too): X "
-    f"{exact(tree_leak['x_acc'])}, derivable nodes {exact(tree_leak['probe_acc'])}"
-)
+tree_verdicts("", "", tree_groups, tree_fit(tree_groups, tree_ceiling))
+tree_glues("tree", tree_all, tree_leak, tree_groups, tree_ceiling, t0)
 
 # %% [markdown]
 # At $b=20$, the paper's next branching, a problem stores about four times as many sums.
@@ -629,52 +640,14 @@ print(
 # %%
 tree20_all, tree20_leak, tree20_groups, tree20_ceiling = tree_read(TREE20_DIR)
 t20 = tree_report(tree20_all, tree20_groups, tree20_ceiling)
-tree20_fit = np.array(tree_fit(tree20_groups, tree20_ceiling))
-ledger.precondition(
-    "fit-trees-b20",
-    "at b = 20 every stored tree model fits its trained facts up to the generator's "
-    "ceiling (lowest seed's median over the last three evaluations, as a fraction of "
-    "the ceiling)",
-    tree20_fit,
-    above=0.85,
-    print_tol=0.01,
-)
-ledger.check(
-    "tree-not-solved-memory-b20",
-    f"at b = 20 JEPA + memory does not solve the problems: accuracy on the targets X "
-    f"below {SOLVED_BELOW}, every seed",
-    tree20_groups["JEPA + memory"]["x_acc"].to_numpy(),
-    below=SOLVED_BELOW,
-    print_tol=0.005,
-    kind="paper",
-    source="Section 4",
-    paper="JEPA with memory maintains high performance up to b = 40 (no number)",
-    contradicts=True,
-    negative=True,
-    broken_by=("probes_in_training",),
-    requires=("fit-trees-b20",),
-)
-for name, key in (("standard", "std"), ("JEPA + memory", "mem")):
-    g = tree20_groups[name]
-    for m in ("x_acc", "probe_acc", "underivable_acc", "train_acc"):
-        ledger.glue(f"tree20_{key}_{m}", np.asarray(g[m], dtype=float), digits=3)
-    ledger.glue(f"tree20_{key}_ceiling", np.asarray(tree20_ceiling[name]), digits=3)
-    ledger.glue(f"tree20_{key}_best_x", np.stack(g["curve.x_acc"]).max(), digits=2)
-ledger.glue("tree20_leak_x_acc", tree20_leak["x_acc"], digits=3)
-ledger.glue("tree20_leak_probe_acc", tree20_leak["probe_acc"], digits=3)
-ledger.glue("tree20_facts", t20.train.shape[1], digits=0)
-r20 = tree20_groups["standard"].iloc[0]
-ledger.glue("tree20_passes", tree_passes(r20, t20), digits=0)
+tree20_fit = tree_fit(tree20_groups, tree20_ceiling)
+tree_verdicts("-b20", "at b = 20 ", tree20_groups, tree20_fit)
+tree_glues("tree20", tree20_all, tree20_leak, tree20_groups, tree20_ceiling, t20)
+ledger.glue("tree20_fit", tree20_fit, digits=2)  # as a fraction of the ceiling
 # the steps that would give as many passes as at b = 10
+r20 = tree20_groups["standard"].iloc[0]
 as_b10 = tree_passes(tree_groups["standard"].iloc[0], t0) / tree_passes(r20, t20)
 ledger.glue("tree20_steps_as_b10", round(int(r20["steps"]) * as_b10, -3), digits=0)
-ledger.glue("tree20_fit", tree20_fit, digits=2)  # as a fraction of the ceiling
-ledger.glue("tree20_cpu_hours", tree20_all["cpu_seconds"].sum() / 3600, digits=2)
-print(
-    "stored control run (JEPA + memory, the probed facts trained too, "
-    f"{int(tree20_leak['steps'].iloc[0]):,} steps): X {exact(tree20_leak['x_acc'])}, "
-    f"derivable nodes {exact(tree20_leak['probe_acc'])}"
-)
 
 # %% mystnb={"figure": {"caption": "The paper's problem trees (stored runs): value accuracy on the targets X (solid) and on the derivable bridge nodes (dashed) during training, for the standard transformer (2 layers, lr 3e-3) and JEPA with the top-1 memory layer (LayerNorm, lr 3e-4), d = 64, batch 128; dash-dotted: JEPA + memory trained on the probed facts too (the control). Left: b = 10, 2 seeds each (median and band), 16,000 steps; right: b = 20, one seed each, 32,000 steps (the control 16,000). Dotted: chance 1/P. Our scale: P = 23, 10 core entities per value, 20 problems, 60% distractors; the paper: P = 10,007, b = 10-40, up to 3M steps.", "name": "fig-arithmetic-trees"}, "tags": ["hide-input"]}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
