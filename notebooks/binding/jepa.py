@@ -1057,8 +1057,9 @@ plt.show()
 # JEPA 1/4 (the depth of §5), JEPA 1/1 at multiplicities $m=2$ and $m=20$, JEPA 1/4 at
 # $m=20$, JEPA 1/1 widened to $d=88$, which matches the memory model in trainable
 # parameters (the paper's Figure 4 compares the two at 61.1M and 61.4M), and JEPA 3/3;
-# two seeds of every model but JEPA 1/4 at $m=20$, which has one. Beside each model sits its science control, the same recipe with the
-# atomic answers shuffled for 20,000 steps (one seed), read under `shuffled_labels`. The
+# two seeds of every model but JEPA 1/4 at $m=20$, which has one. Beside each model
+# sits its science control, the same recipe with the atomic answers shuffled for 20,000
+# steps (one seed), read under `shuffled_labels`. The
 # comparisons are made at equal steps, every seed against every seed: JEPA 1/1's first
 # seed is read at step 50,000 (interpolated in log steps between its evaluations). As in §8 we fit
 # $\mathrm{acc}(t)=a\,t^{b}$ over the last decade of each run's steps and extrapolate it
