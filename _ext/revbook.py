@@ -7,7 +7,8 @@
   notebook keeps the long form.
   myst-nb reads a glued text as a Python literal before formatting it, which drops a
   number's trailing zeros ("1.000" shows as "1.0", "0.070" as "0.07");
-  :func:`keep_decimals` keeps a glued decimal number as the notebook printed it.
+  :func:`keep_decimals` keeps a glued decimal number as the notebook printed it, and
+  writes a long integer with thousands separators.
 - ``{paper}`0.81``` marks a number as the paper's (quoted, not measured here): rendered
   as it is, with a tooltip; the prose-number test accepts it.
 - ``{claims-scorecard}`` (a directive) builds the page "Claims at a glance" from the
@@ -53,17 +54,22 @@ def expand_nb_role(app, docname, source):
 
 
 DECIMAL = re.compile(r"[-+]?\d+\.\d+")
+LONG_INTEGER = re.compile(r"[-+]?\d{4,}")
 
 
 def keep_decimals(format_plain_text):
-    """myst-nb's ``format_plain_text`` with one change: under ``:s`` (what ``{nb}``
-    expands to) a glued decimal number is shown as its text, with the decimals the
-    notebook rounded it to, instead of as ``str(float(text))``; anything else (a
-    quoted string, a range "a–b", another format) is formatted as before."""
+    """myst-nb's ``format_plain_text`` with two changes under ``:s`` (what ``{nb}``
+    expands to): a glued decimal number is shown as its text, with the decimals the
+    notebook rounded it to, instead of as ``str(float(text))``; and a glued integer of
+    four digits or more gets the thousands separators the book's prose uses ("146,253",
+    as "2,500 entities" is typed). Anything else (a quoted string, a range "a–b",
+    another format) is formatted as before."""
 
     def fmt(text: str, fmt_spec: str) -> str:
         if fmt_spec == "s" and DECIMAL.fullmatch(text.strip()):
             return text.strip()
+        if fmt_spec == "s" and LONG_INTEGER.fullmatch(text.strip()):
+            return f"{int(text):,}"
         return format_plain_text(text, fmt_spec)
 
     fmt.__wrapped__ = format_plain_text

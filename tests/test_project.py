@@ -207,8 +207,8 @@ def test_a_chapter_page_and_its_notebook_share_a_name():
 
 
 def test_a_glued_number_keeps_the_decimals_it_was_rounded_to():
-    """myst-nb would show a glued "1.000" as "1.0"; the book shows it as glued, and
-    formats everything else as myst-nb does."""
+    """myst-nb would show a glued "1.000" as "1.0"; the book shows it as glued, a long
+    integer with thousands separators, and formats everything else as myst-nb does."""
     import revbook
     from myst_nb.core.variables import format_plain_text
 
@@ -222,7 +222,14 @@ def test_a_glued_number_keeps_the_decimals_it_was_rounded_to():
     ]
     assert fmt("'a text'", "s") == "a text"  # a glued string: unquoted, as before
     assert fmt("0.100–0.200", "s") == "0.100–0.200"
-    assert fmt("146253", "s") == "146253"
+    # a long integer (a step, a count) with the separators the prose uses
+    assert [fmt(t, "s") for t in ("146253", "8746", "-12000", "999", "42")] == [
+        "146,253",
+        "8,746",
+        "-12,000",
+        "999",
+        "42",
+    ]
     assert fmt("0.125", ".1f") == "0.1"  # an explicit format: myst-nb's
 
 
