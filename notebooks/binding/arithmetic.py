@@ -644,9 +644,8 @@ tree_glues("tree", tree_all, tree_leak, tree_groups, tree_ceiling, t0)
 # %% [markdown]
 # At $b=20$, the paper's next branching, a problem stores about four times as many sums.
 # The stored runs (`data/sweeps/arithmetic_trees_b20`) train the same two models in the
-# same recipes, one seed each: JEPA + memory for 56,000 steps, about as many passes over
-# the training facts as the runs at $b=10$ make, and the standard model for 32,000
-# (printed). The control, JEPA + memory trained on the probed facts too, runs 16,000
+# same recipes, one seed each, for 56,000 steps: about as many passes over the training
+# facts as the runs at $b=10$ make (printed). The control, JEPA + memory trained on the probed facts too, runs 16,000
 # steps: fewer steps can only make the answer harder to learn. The fit precondition is
 # that of $b=10$; where it fails, the claim is untested.
 
@@ -660,12 +659,8 @@ ledger.glue("tree20_fit", tree20_fit, digits=2)  # as a fraction of the ceiling
 # the training accuracy the precondition asks of JEPA + memory
 mem20_ceiling = tree20_ceiling["JEPA + memory"].max()
 ledger.glue("tree20_mem_fit_bar", TREE_FIT_BAR * mem20_ceiling, digits=3)
-# the steps that would give as many passes as at b = 10
-r20 = tree20_groups["standard"].iloc[0]
-as_b10 = tree_passes(tree_groups["standard"].iloc[0], t0) / tree_passes(r20, t20)
-ledger.glue("tree20_steps_as_b10", round(int(r20["steps"]) * as_b10, -3), digits=0)
 
-# %% mystnb={"figure": {"caption": "The paper's problem trees (stored runs): value accuracy on the targets X (solid) and on the derivable bridge nodes (dashed) during training, for the standard transformer (2 layers, lr 3e-3) and JEPA with the top-1 memory layer (LayerNorm, lr 3e-4), d = 64, batch 128; dash-dotted: JEPA + memory trained on the probed facts too (the control). Left: b = 10, 2 seeds each (median and band), 16,000 steps; right: b = 20, one seed each, JEPA + memory 56,000 steps, the standard model 32,000 (the control 16,000). Dotted: chance 1/P. Our scale: P = 23, 10 core entities per value, 20 problems, 60% distractors; the paper: P = 10,007, b = 10-40, up to 3M steps.", "name": "fig-arithmetic-trees"}, "tags": ["hide-input"]}
+# %% mystnb={"figure": {"caption": "The paper's problem trees (stored runs): value accuracy on the targets X (solid) and on the derivable bridge nodes (dashed) during training, for the standard transformer (2 layers, lr 3e-3) and JEPA with the top-1 memory layer (LayerNorm, lr 3e-4), d = 64, batch 128; dash-dotted: JEPA + memory trained on the probed facts too (the control). Left: b = 10, 2 seeds each (median and band), 16,000 steps; right: b = 20, one seed each, 56,000 steps (the control 16,000). Dotted: chance 1/P. Our scale: P = 23, 10 core entities per value, 20 problems, 60% distractors; the paper: P = 10,007, b = 10-40, up to 3M steps.", "name": "fig-arithmetic-trees"}, "tags": ["hide-input"]}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
 for ax, b, groups, leaked in (
     (axes[0], 10, tree_groups, tree_leak),
