@@ -623,9 +623,6 @@ def tree_glues(prefix, every_run, leaked, groups, ceiling, t):
     ledger.glue(f"{prefix}_leak_x_acc", leaked["x_acc"], digits=3)
     ledger.glue(f"{prefix}_leak_probe_acc", leaked["probe_acc"], digits=3)
     ledger.glue(f"{prefix}_facts", t.train.shape[1], digits=0)
-    ledger.glue(
-        f"{prefix}_passes", tree_passes(groups["standard"].iloc[0], t), digits=0
-    )
     ledger.glue(f"{prefix}_cpu_hours", every_run["cpu_seconds"].sum() / 3600, digits=2)
     print(
         "stored control runs (JEPA + memory, the probed facts trained too, "
@@ -645,9 +642,9 @@ tree_glues("tree", tree_all, tree_leak, tree_groups, tree_ceiling, t0)
 # At $b=20$, the paper's next branching, a problem stores about four times as many sums.
 # The stored runs (`data/sweeps/arithmetic_trees_b20`) train the same two models in the
 # same recipes, one seed each, for 56,000 steps: about as many passes over the training
-# facts as the runs at $b=10$ make (printed). The control, JEPA + memory trained on the probed facts too, runs 16,000
-# steps: fewer steps can only make the answer harder to learn. The fit precondition is
-# that of $b=10$; where it fails, the claim is untested.
+# facts as the runs at $b=10$ make (printed). The control, JEPA + memory trained on the
+# probed facts too, runs 16,000 steps: fewer steps can only make the answer harder to
+# learn. The fit precondition is that of $b=10$; where it fails, the claim is untested.
 
 # %%
 tree20_all, tree20_leak, tree20_groups, tree20_ceiling = tree_read(TREE20_DIR)
