@@ -8,11 +8,20 @@ re-executed cell that matches the stored one under :func:`revlib.report.compare`
 replaced by the stored text, so only real differences reach nbval's report. A mismatch
 adds the reason (which number, by how much, against which tolerance) to nbval's failure
 message.
+
+A notebook saves its figures when it runs (:func:`revlib.plot.savefig`), so a re-run
+under nbval would redraw the committed ``figures/`` from this machine's numbers. Unless
+``REVLIB_FIGURES_DIR`` is set (``scripts/test`` sets it), the plugin points it at a
+temporary folder for the session and removes that folder at the end: a hand-run
+``pytest --nbval`` leaves the tree as it found it.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 
 from revlib import report
 
@@ -95,8 +104,24 @@ def _install() -> None:
     plugin.IPyNbCell.compare_outputs = compare_outputs
 
 
+FIGURES_ENV = "REVLIB_FIGURES_DIR"
+
+
 def pytest_configure(config):
     if getattr(config.option, "nbval", False) or getattr(
         config.option, "nbval_lax", False
     ):
         _install()
+        if not os.environ.get(FIGURES_ENV):
+            # the kernels nbval starts inherit this process's environment
+            config._revlib_figures = tempfile.mkdtemp(prefix="revlib-nbval-figures-")
+            os.environ[FIGURES_ENV] = config._revlib_figures
+
+
+def pytest_unconfigure(config):
+    made = getattr(config, "_revlib_figures", None)
+    if made is not None:
+        if os.environ.get(FIGURES_ENV) == made:
+            del os.environ[FIGURES_ENV]
+        shutil.rmtree(made, ignore_errors=True)
+        config._revlib_figures = None

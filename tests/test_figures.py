@@ -5,13 +5,14 @@ kernel."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from revlib import cli, figures
+from revlib import cli, figures, plot
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "notebooks").rglob("*.py"))
@@ -98,3 +99,35 @@ def test_regenerate_runs_the_notebook_up_to_the_figure(tmp_path):
         f"fig-demo-line.{f}" for f in ("pdf", "svg", "png")
     ]
     assert all(p.stat().st_size > 0 for p in written)
+
+
+def test_a_hand_run_nbval_saves_figures_outside_the_tree(monkeypatch):
+    """``pytest --nbval`` without REVLIB_FIGURES_DIR (a hand run, not scripts/test)
+    points the notebooks' figures at a temporary folder and removes it at the end, so
+    the committed figures/ are not redrawn from this machine's numbers; a set folder is
+    kept."""
+    from types import SimpleNamespace
+
+    from revlib import nbval_plugin
+
+    monkeypatch.setattr(nbval_plugin, "_install", lambda: None)
+    monkeypatch.delenv(nbval_plugin.FIGURES_ENV, raising=False)
+    config = SimpleNamespace(option=SimpleNamespace(nbval=True, nbval_lax=False))
+    nbval_plugin.pytest_configure(config)
+    folder = Path(os.environ[nbval_plugin.FIGURES_ENV])
+    assert folder.is_dir() and plot.figures_dir() == folder
+    assert not folder.is_relative_to(ROOT)
+    nbval_plugin.pytest_unconfigure(config)
+    assert not folder.exists() and nbval_plugin.FIGURES_ENV not in os.environ
+
+    monkeypatch.setenv(nbval_plugin.FIGURES_ENV, "/somewhere/chosen")
+    nbval_plugin.pytest_configure(config)
+    assert os.environ[nbval_plugin.FIGURES_ENV] == "/somewhere/chosen"
+    nbval_plugin.pytest_unconfigure(config)
+    assert os.environ[nbval_plugin.FIGURES_ENV] == "/somewhere/chosen"
+
+    plain = SimpleNamespace(option=SimpleNamespace(nbval=False, nbval_lax=False))
+    monkeypatch.delenv(nbval_plugin.FIGURES_ENV)
+    nbval_plugin.pytest_configure(plain)
+    nbval_plugin.pytest_unconfigure(plain)
+    assert nbval_plugin.FIGURES_ENV not in os.environ
