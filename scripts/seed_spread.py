@@ -250,7 +250,12 @@ def main() -> int:
     for path in paths:
         entry = report["notebooks"][stored[path]["notebook"]]
         for rid, r in entry["records"].items():
-            flag = "covered" if r["tol"] >= r["spread"] else "TOL BELOW SPREAD"
+            if not r["fresh"]:  # untested in every fresh run: nothing to compare
+                flag = "no fresh values (untested in every fresh run)"
+            elif r["tol"] >= r["spread"]:
+                flag = "covered"
+            else:
+                flag = "TOL BELOW SPREAD"
             print(
                 f"  {path.stem}/{rid}: tol {r['tol']:g}, spread {r['spread']:.3g}, "
                 f"margin {float(r['margin']):.3g}: {flag}"
