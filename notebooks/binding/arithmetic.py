@@ -557,13 +557,18 @@ def tree_report(every_run, groups, ceiling):
     return t
 
 
+def run_fits(train_curves, ceiling):
+    """Per run, its median training accuracy over its last three evaluations, as a
+    fraction of ``ceiling``."""
+    return np.median(np.stack(train_curves)[:, -3:], axis=1) / ceiling
+
+
 def tree_fit(groups, ceiling):
-    """Per model, the lowest seed's median training accuracy over its last three
-    evaluations, as a fraction of the highest ceiling."""
+    """Per model, the lowest seed's fit (:func:`run_fits`) against the highest
+    ceiling."""
     return np.array(
         [
-            np.median(np.stack(g["curve.train_acc"])[:, -3:], axis=1).min()
-            / ceiling[name].max()
+            run_fits(g["curve.train_acc"], ceiling[name].max()).min()
             for name, g in groups.items()
         ]
     )
@@ -719,13 +724,12 @@ def lr_text(lr):
 
 tree20_more = records.load(TREE20_MORE_DIR, curves=True)
 tree20_more = tree20_more.sort_values(["d_model", "lr"], ascending=[False, True])
-tree20_more_fit = {}
+tree20_more_fit, tree20_more_ceiling = {}, {}
 for _, r in tree20_more.iterrows():
     key, t = tree_variant_key(r), tree_task(r)
-    ceiling = float(t.fit_ceiling()[0])
+    ceiling = tree20_more_ceiling[key] = float(t.fit_ceiling()[0])
     curve = np.asarray(r["curve.train_acc"], dtype=float)
-    fit = float(np.median(curve[-3:])) / ceiling
-    tree20_more_fit[key] = fit
+    fit = tree20_more_fit[key] = float(run_fits([curve], ceiling)[0])
     print(
         f"JEPA + memory, d = {int(r['d_model'])}, lr {lr_text(r['lr'])}, seed "
         f"{int(r['seed'])}, "
@@ -745,12 +749,12 @@ ledger.glue("tree20_more_cpu_hours", tree20_more["cpu_seconds"].sum() / 3600, di
 # at b = 10 the same model is above the bar from this step on (median over seeds),
 # and its two seeds' fits differ by this much (a measure of one draw's move)
 g10 = tree_groups["JEPA + memory"]
-train10 = np.stack(g10["curve.train_acc"]) / tree_ceiling["JEPA + memory"].max()
-frac10 = np.median(train10, 0)
+mem10_ceiling = tree_ceiling["JEPA + memory"].max()
+frac10 = np.median(np.stack(g10["curve.train_acc"]), 0) / mem10_ceiling
 below10 = np.flatnonzero(frac10 < TREE_FIT_BAR)
 steps10 = np.asarray(g10["curve.steps"].iloc[0])
 bar_step10 = int(steps10[below10[-1] + 1]) if below10[-1] + 1 < len(steps10) else -1
-fits10 = np.median(train10[:, -3:], axis=1)
+fits10 = run_fits(g10["curve.train_acc"], mem10_ceiling)
 print(
     f"b = 10, JEPA + memory: above {TREE_FIT_BAR} of the ceiling from step "
     f"{bar_step10:,} on; its seeds' fits {exact(fits10, 2)}"
@@ -785,7 +789,7 @@ ax.plot(
 for _, r in tree20_more.iterrows():
     ax.plot(
         r["curve.steps"],
-        np.asarray(r["curve.train_acc"]) / float(tree_task(r).fit_ceiling()[0]),
+        np.asarray(r["curve.train_acc"]) / tree20_more_ceiling[tree_variant_key(r)],
         color={"wide": "C0", "lr": "C4"}[tree_variant_key(r)],
         label=f"b = 20, d = {int(r['d_model'])}, lr {lr_text(r['lr'])}",
     )
