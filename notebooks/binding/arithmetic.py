@@ -771,7 +771,7 @@ print(
 )
 ledger.glue("tree20_wide_lead", wide_lead, digits=3)
 
-# %% mystnb={"figure": {"caption": "Does JEPA with memory fit the problem trees at b = 20? Its training accuracy as a fraction of the generator's ceiling during training (stored runs, seed 0, the same data and minibatches): the recipe of b = 10 (d = 64, lr 3e-4), twice the width (d = 128), and lr 1e-3; grey, the recipe at b = 10 (2 seeds, median). Dashed: the fit precondition, 0.85 of the ceiling, read on the median of the last three evaluations.", "name": "fig-arithmetic-trees-fit"}, "tags": ["hide-input"]}
+# %% mystnb={"figure": {"caption": "Does JEPA with memory fit the problem trees at b = 20? Its training accuracy as a fraction of the generator's ceiling during training (stored runs, seed 0, the same data and minibatches): the recipe of b = 10 (d = 64, lr 3e-4), twice the width (d = 128), and lr 1e-3; grey, the recipe at b = 10 (2 seeds, median). Dashed: the fit precondition, 0.85 of the ceiling, read on the median of the last three evaluations. Our scale: P = 23, 10 core entities per value, 20 problems, 60% distractors, batch 128; the paper: P = 10,007, b = 10-40, up to 3M steps.", "name": "fig-arithmetic-trees-fit"}, "tags": ["hide-input"]}
 fig, ax = plt.subplots(figsize=(6.4, 3.6))
 ax.plot(
     steps10,
