@@ -274,6 +274,10 @@ def run_job(name: str, spec: dict, out: Path, device: str, git: str | None) -> N
                     "of_steps": int(cfg.steps),
                     "seconds": round(elapsed, 1),
                     "values": seen,
+                    # the machine that ran it: a record unpacked elsewhere keeps it
+                    "torch_version": torch.__version__,
+                    "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                    "machine": repro.provenance(),
                 },
                 allow_nan=True,
             )
@@ -399,6 +403,11 @@ def drive(args) -> int:
     return 0
 
 
+NO_PROVENANCE = (
+    "the job's partial file did not record the versions of the machine that ran it"
+)
+
+
 def unpack(archives: list[str], into: Path, git: str | None) -> list[str]:
     """Write the runs of ``gpu_runs.tar.gz`` archives into ``into`` as records: a
     finished job's record as it is (and its weights file, found beside its archive);
@@ -425,6 +434,14 @@ def unpack(archives: list[str], into: Path, git: str | None) -> list[str]:
                 elif part is not None:
                     p = json.load(tar.extractfile(part))
                     spec = jobs(False)[name]
+                    # the versions of the machine that ran it, never this one's (an
+                    # older partial file did not record them: None, and said so)
+                    ran_on = {
+                        k: p.get(k)
+                        for k in ("torch_version", "cpu_capability", "machine")
+                    }
+                    if ran_on["torch_version"] is None:
+                        ran_on["provenance"] = NO_PROVENANCE
                     config = sweeps.make_config(spec["experiment"], spec["fields"])
                     rec = records.make(
                         spec["experiment"],
@@ -451,6 +468,7 @@ def unpack(archives: list[str], into: Path, git: str | None) -> list[str]:
                         status=status[name],
                         cuda_graphs=True,
                         tf32=bool(spec.get("tf32")),
+                        **ran_on,
                     )
                 else:
                     continue

@@ -211,3 +211,60 @@ def test_config_of_turns_an_integral_float_back_into_an_integer_field():
     assert cfg.steps == 200 and isinstance(cfg.steps, int)
     with pytest.raises(ValueError, match="warmup_steps"):
         records.config_of(pd.Series({"experiment": "jepa", "warmup_steps": 0.5}))
+
+
+def _gpu_runs_module():
+    spec = importlib.util.spec_from_file_location(
+        "gpu_runs", ROOT / "scripts" / "gpu_runs.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_gpu_partial_records_keep_the_versions_of_the_machine_that_ran_them(
+    tmp_path, recorded
+):
+    """A job stopped at the GPU budget is unpacked here into a record: it carries the
+    torch version and kernel level its partial file recorded on the GPU machine, and
+    where an older partial file recorded none, None and a note, never this machine's."""
+    import io
+    import tarfile
+
+    gpu = _gpu_runs_module()
+    part = {
+        "job": "jepa_paper",
+        "steps": [0, 1],
+        "of_steps": 200000,
+        "seconds": 3.0,
+        "values": {"test_acc": [[0.0], [0.01]], "test_mrr": [[0.001], [0.02]]},
+    }
+    if recorded:
+        part |= {
+            "torch_version": "9.9.9+cu999",
+            "cpu_capability": "DEFAULT",
+            "machine": {"cpu": "elsewhere"},
+        }
+    arc = tmp_path / "gpu_runs.tar.gz"
+    with tarfile.open(arc, "w:gz") as tar:
+        for name, obj in (
+            ("status.json", {"jepa_paper": "stopped at the budget"}),
+            ("jepa_paper.partial1.json", part),
+        ):
+            raw = json.dumps(obj).encode()
+            info = tarfile.TarInfo(f"gpu_runs/{name}")
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    assert gpu.unpack([str(arc)], tmp_path / "out", "abc") == ["jepa_paper.json"]
+    (rec,) = records.read(tmp_path / "out" / "jepa_paper.json")
+    assert rec["partial"] and rec["stopped_at_step"] == 1 and rec["device"] == "cuda"
+    if recorded:
+        assert rec["torch_version"] == "9.9.9+cu999"
+        assert (
+            rec["cpu_capability"] == "DEFAULT" and rec["machine"]["cpu"] == "elsewhere"
+        )
+        assert "provenance" not in rec
+    else:
+        assert rec["torch_version"] is None and rec["cpu_capability"] is None
+        assert rec["provenance"] == gpu.NO_PROVENANCE
