@@ -55,7 +55,9 @@ def record(
     ``checkpoint``: a file prefix; every training loop of the run saves there every
     ``checkpoint_every`` steps (:func:`revlib.train.checkpointing`) and a killed run
     called again resumes where it stopped, bit for bit. Its ``cpu_seconds`` then count
-    every stretch of the run, and the record names the machine (``machine``)."""
+    every stretch of the run, and the record names the machine (``machine``); a run that
+    resumed also says where (``resumed_at_step``, each loop's step), and its ``seconds``
+    are the wall time of its last stretch only."""
     from revlib import devices, repro, train
 
     mod, config = experiment(name), make_config(name, fields)
@@ -77,6 +79,8 @@ def record(
         # them
         cpu_seconds = max(cpu_seconds, ck.cpu_seconds)
         more["machine"] = repro.provenance()
+        if ck.resumed_at:
+            more["resumed_at_step"] = list(ck.resumed_at)
     # an experiment may add provenance of its own (the pretrained LM: model, versions)
     more.update(getattr(mod, "provenance", dict)())
     return records.from_result(

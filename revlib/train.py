@@ -292,6 +292,7 @@ class _Checkpointing:
     progress: bool
     calls: int = 0
     cpu_seconds: float = 0.0  # summed over every train() call, across resumes
+    resumed_at: list[int] = field(default_factory=list)  # the step each call resumed at
 
 
 _ACTIVE: list[_Checkpointing] = []
@@ -452,6 +453,8 @@ def train(
         torch.set_rng_state(state["torch_rng"])
         records, next_eval, first = state["records"], state["next_eval"], state["step"]
         cpu_before = state["cpu_seconds"]
+        if ctx is not None:
+            ctx.resumed_at.append(int(first))
 
     def eager_step(idx) -> None:
         opt.zero_grad(set_to_none=True)

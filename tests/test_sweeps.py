@@ -610,6 +610,12 @@ def test_a_killed_record_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     assert (
         resumed["machine"]["torch"] == torch.__version__ and resumed["cpu_seconds"] > 0
     )
+    # where it resumed: its wall seconds are that last stretch's
+    assert resumed["resumed_at_step"] == [20]
+    fresh = sweeps.record(
+        "bilinear", fields, checkpoint=tmp_path / "fresh", checkpoint_every=10
+    )
+    assert "resumed_at_step" not in fresh and fresh["histories"] == whole["histories"]
 
 
 def test_bench_times_a_small_jepa_step_and_refuses_bad_sizes():
