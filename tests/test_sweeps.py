@@ -625,6 +625,9 @@ def test_bench_times_a_small_jepa_step_and_refuses_bad_sizes():
     out = bench.jepa_step(n_a=40, batch_size=16, steps=2, multiplicity=2, top=3)
     assert out["ms_per_step"] >= 0 and out["gflop_per_step"] > 0
     assert out["matmul_gflops"] > 0 and len(out["top"]) == 3
-    assert "ms/step" in bench.report(out)
+    # the plain step and the deduplicated one, side by side: fewer FLOPs for the latter
+    assert 0 < out["dedupe"]["gflop_per_step"] < out["gflop_per_step"]
+    assert out["dedupe"]["ms_per_step"] >= 0 and "speedup" in out
+    assert "ms/step" in bench.report(out) and "speed-up" in bench.report(out)
     with pytest.raises(ValueError, match="steps"):
         bench.jepa_step(steps=1)

@@ -192,6 +192,71 @@ class JEPA(nn.Module):
         )
         return self.predict(c[:, :, :3]), self.candidates(c)
 
+    def infonce(
+        self, patches: torch.Tensor, last: torch.Tensor, dedupe: bool = False
+    ) -> torch.Tensor:
+        """In-batch InfoNCE of ``patches [S, B, P, K]`` (:func:`infonce_loss` of
+        :meth:`forward`), per seed ``[S]``.
+
+        ``dedupe``: the same loss in exact arithmetic with fewer products. A patch whose
+        last real token is its first (``last == 0``: in the facts, the relation and the
+        ``<mask>`` patch) has a concept that depends on that token alone (causal blocks,
+        no positions), so every such patch of the batch repeats one of a handful of
+        concepts. They are computed once per distinct token, and each enters the
+        InfoNCE denominator once with its count as weight (its logit plus the log of
+        how often it occurs), which is what the repeated columns sum to. This halves
+        the recognition module's work and the logits' at batch 1024. Round-off
+        differs from the plain loss, so a run is bit-for-bit repeatable only with the
+        same setting. Patch positions must be single-token in every example or in
+        none, and the gold (last) patch not single-token; otherwise the plain loss is
+        used."""
+        if not dedupe:
+            pred, c = self(patches, last)
+            return infonce_loss(pred, c)
+        S, B, P, K = patches.shape
+        one = last == 0
+        single = [p for p in range(P) if bool(one[..., p].all())]
+        multi = [p for p in range(P) if not bool(one[..., p].any())]
+        if not single or len(single) + len(multi) != P or (P - 1) not in multi:
+            pred, c = self(patches, last)
+            return infonce_loss(pred, c)
+        tokens, inverse = torch.unique(patches[:, :, single, 0], return_inverse=True)
+        n_u = tokens.numel()
+        table = self.concepts(
+            tokens.view(1, n_u, 1).expand(S, n_u, 1).contiguous(),
+            torch.zeros(S, n_u, dtype=torch.long),
+        )  # [S, U, d]: the concept of each distinct single token
+        many = self.concepts(
+            patches[:, :, multi].reshape(S, B * len(multi), K),
+            last[:, :, multi].reshape(S, B * len(multi)),
+        ).view(S, B, len(multi), -1)
+        seeds = torch.arange(S)[:, None]
+        cols = [
+            table[seeds, inverse[:, :, single.index(p)]]
+            if p in single
+            else many[:, :, multi.index(p)]
+            for p in range(P)
+        ]
+        pred = self.predict(torch.stack(cols[:3], 2))
+        counts = torch.zeros(S, n_u).scatter_add_(
+            1, inverse.reshape(S, -1), torch.ones(S, B * len(single))
+        )
+        d = table.shape[-1]
+        logits = torch.cat(
+            [
+                pred @ self.candidates(many).reshape(S, -1, d).transpose(1, 2),
+                pred @ self.candidates(table).transpose(1, 2)
+                + counts.log()[:, None, :],  # a token absent from a seed's batch: -inf
+            ],
+            -1,
+        )
+        gold = torch.arange(B) * len(multi) + multi.index(P - 1)
+        return (
+            F.cross_entropy(logits.flatten(0, 1), gold.repeat(S), reduction="none")
+            .view(S, B)
+            .mean(-1)
+        )
+
 
 def infonce_loss(pred: torch.Tensor, concepts: torch.Tensor) -> torch.Tensor:
     """In-batch InfoNCE, temperature 1: ``pred [S, B, d]`` against all
