@@ -9,9 +9,10 @@ A record is plain JSON::
     git, git_dirty, seconds (wall), cpu_seconds (this process's CPU time),
     cpu_capability
 
-and may hold more provenance (``versions`` of other packages, ``model``; a run resumed
-from a checkpoint, ``machine`` and ``resumed_at_step``: its ``cpu_seconds`` then count
-every stretch, its ``seconds`` the last one). A stored file
+and may hold more provenance (``versions`` of other packages, ``model``; a checkpointed
+run, ``machine``; one resumed from its checkpoint, ``resumed_at_step``, where its last
+stretch resumed: its ``cpu_seconds`` then count every stretch, its ``seconds`` the last
+one). A stored file
 holds one record, or a list of records (a runner that trains several configurations in
 one process); a folder holds one record per file (``python -m revlib sweep``).
 

@@ -9,10 +9,10 @@ Jobs run as child processes (``--job NAME``), in three lanes at once; a lane run
 jobs in order of priority. Each job captures its training step as a CUDA graph
 (``REVLIB_CUDA_GRAPHS=1``, :func:`revlib.train.graphs_wanted`): the book's models are so
 small that an eager GPU step is bound by Python launching its kernels. Every evaluation
-is also written at once to ``<job>.partial.json``, so a job stopped at the budget still
-leaves its curve so far. At the end everything is packed into ``gpu_runs.tar.gz``, and
-the paper-size noisy-recall model's weights are saved beside it
-(``ff_paper.weights.pt``).
+is also written at once to ``<job>.partial<k>.json`` (``k``: the job's training loop),
+so a job stopped at the budget still leaves its curve so far. At the end everything is
+packed into ``gpu_runs.tar.gz``, and the paper-size noisy-recall model's weights are
+saved beside it (``ff_paper.weights.pt``).
 
 Records land in ``data/gpu_runs/`` (unpacked by hand, see ``data/gpu_runs/README.md``)
 and are read with :func:`revlib.records.load` like any stored run.

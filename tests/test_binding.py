@@ -324,25 +324,41 @@ def test_deduplicated_infonce_is_the_same_loss_and_gradient(memory, concept_ln, 
     with torch.no_grad():  # away from the initial weights, where losses are all alike
         for q in model.parameters():
             q.add_(0.3 * torch.randn(q.shape, generator=gen))
-    idx = torch.stack([torch.randperm(p.shape[1], generator=gen)[:64] for _ in "ab"])
+    # seed 0's batch: facts of one relation only, so the other relations' tokens are
+    # absent from it (a column of count 0, weight -inf) while seed 1 has them all
+    rel = p[0, :, 1, 0]
+    one_rel = torch.nonzero(rel == rel[0]).flatten()
+    idx = torch.stack(
+        [
+            one_rel[torch.randperm(len(one_rel), generator=gen)[:64]],
+            torch.randperm(p.shape[1], generator=gen)[:64],
+        ]
+    )
     seeds = torch.arange(2)[:, None]
     batch = (p[seeds, idx], last[seeds, idx])
+    assert len(set(batch[0][0, :, 1, 0].tolist())) == 1
+    assert len(set(batch[0][1, :, 1, 0].tolist())) > 1
     losses, grads = [], []
     for dedupe in (False, True):
         model.zero_grad()
+        if dedupe:  # the fast path never runs forward: fail if it fell back
+            model.forward = lambda *a: pytest.fail("dedupe fell back to the plain loss")
         loss = model.infonce(*batch, dedupe=dedupe)
         loss.sum().backward()
         losses.append(loss.detach())
         grads.append([q.grad.clone() for q in model.parameters() if q.grad is not None])
     torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-5)
     for plain, fast in zip(*grads, strict=True):
+        assert bool(torch.isfinite(fast).all())
         scale = plain.abs().max().item()
         torch.testing.assert_close(fast, plain, rtol=0, atol=1e-5 * max(scale, 1.0))
 
 
 def test_deduplicated_infonce_falls_back_to_the_plain_loss_where_it_cannot_apply():
     """Where a patch position is single-token in some examples only, or the gold patch
-    is single-token, dedupe=True is the plain loss, bit for bit."""
+    is single-token, or (with the memory layer, which averages every real token) a
+    single-token patch has a real token after its first, dedupe=True is the plain
+    loss, bit for bit."""
     from revlib.experiments import jepa
     from revlib.models.jepa import JEPA, JEPAConfig
 
@@ -357,6 +373,17 @@ def test_deduplicated_infonce_falls_back_to_the_plain_loss_where_it_cannot_apply
         assert torch.equal(
             model.infonce(p, lst, dedupe=True), model.infonce(p, lst, dedupe=False)
         )
+    memory = JEPA(
+        JEPAConfig(vocab_size=task.vocab_size + 1, memory=True, concept_ln="layernorm"),
+        1,
+        memory_keys=task.memory_keys(),
+    )
+    unpadded = p.clone()
+    unpadded[..., 1, 1] = unpadded[..., 0, 0]  # relation patches with a second token
+    assert torch.equal(
+        memory.infonce(unpadded, last, dedupe=True),
+        memory.infonce(unpadded, last, dedupe=False),
+    )
 
 
 def test_a_deduplicated_run_trains_as_the_plain_one():

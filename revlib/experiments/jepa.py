@@ -21,7 +21,6 @@ from revlib.models.jepa import (
     JEPA,
     JEPAConfig,
     check_sizes,
-    infonce_loss,
     resolve_concept_ln,
 )
 from revlib.train import History, train

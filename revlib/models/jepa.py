@@ -208,8 +208,11 @@ class JEPA(nn.Module):
         the recognition module's work and the logits' at batch 1024. Round-off
         differs from the plain loss, so a run is bit-for-bit repeatable only with the
         same setting. Patch positions must be single-token in every example or in
-        none, and the gold (last) patch not single-token; otherwise the plain loss is
-        used."""
+        none, the gold (last) patch not single-token, and with the memory layer (which
+        averages every real token, whatever ``last`` says) a single-token patch padded
+        after its first token; otherwise the plain loss is used. For the CPU: the
+        split and ``torch.unique`` read values on the host, which a captured CUDA graph
+        cannot (:func:`revlib.train.train` then steps eagerly)."""
         if not dedupe:
             pred, c = self(patches, last)
             return infonce_loss(pred, c)
@@ -217,7 +220,15 @@ class JEPA(nn.Module):
         one = last == 0
         single = [p for p in range(P) if bool(one[..., p].all())]
         multi = [p for p in range(P) if not bool(one[..., p].any())]
-        if not single or len(single) + len(multi) != P or (P - 1) not in multi:
+        padded = not self.cfg.memory or bool(
+            (patches[:, :, single, 1:] == self.cfg.vocab_size - 1).all()
+        )
+        if (
+            not single
+            or len(single) + len(multi) != P
+            or (P - 1) not in multi
+            or not padded
+        ):
             pred, c = self(patches, last)
             return infonce_loss(pred, c)
         tokens, inverse = torch.unique(patches[:, :, single, 0], return_inverse=True)
