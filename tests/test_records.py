@@ -34,10 +34,9 @@ DIGEST = {
 }
 
 
-def _convert_module():
-    spec = importlib.util.spec_from_file_location(
-        "convert_records", ROOT / "scripts" / "convert_records.py"
-    )
+def _script(name: str):
+    """scripts/<name>.py as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -99,9 +98,9 @@ def test_converted_file_holds_the_original_numbers(name):
     assert _digest(original) == DIGEST[name]
     assert rebuilt == original
     # and the converter, run again on the original, writes this very file
-    assert _convert_module().convert(original, recs[0]["experiment"]) == json.loads(
-        (DATA / name).read_text()
-    )
+    assert _script("convert_records").convert(
+        original, recs[0]["experiment"]
+    ) == json.loads((DATA / name).read_text())
 
 
 def test_every_stored_file_in_data_is_records():
@@ -213,15 +212,6 @@ def test_config_of_turns_an_integral_float_back_into_an_integer_field():
         records.config_of(pd.Series({"experiment": "jepa", "warmup_steps": 0.5}))
 
 
-def _gpu_runs_module():
-    spec = importlib.util.spec_from_file_location(
-        "gpu_runs", ROOT / "scripts" / "gpu_runs.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("recorded", [True, False])
 def test_gpu_partial_records_keep_the_versions_of_the_machine_that_ran_them(
     tmp_path, recorded
@@ -232,7 +222,7 @@ def test_gpu_partial_records_keep_the_versions_of_the_machine_that_ran_them(
     import io
     import tarfile
 
-    gpu = _gpu_runs_module()
+    gpu = _script("gpu_runs")
     part = {
         "job": "jepa_paper",
         "steps": [0, 1],

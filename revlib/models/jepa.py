@@ -213,24 +213,12 @@ class JEPA(nn.Module):
         after its first token; otherwise the plain loss is used. For the CPU: the
         split and ``torch.unique`` read values on the host, which a captured CUDA graph
         cannot (:func:`revlib.train.train` then steps eagerly)."""
-        if not dedupe:
+        split = self._single_token_split(patches, last) if dedupe else None
+        if split is None:
             pred, c = self(patches, last)
             return infonce_loss(pred, c)
+        single, multi = split
         S, B, P, K = patches.shape
-        one = last == 0
-        single = [p for p in range(P) if bool(one[..., p].all())]
-        multi = [p for p in range(P) if not bool(one[..., p].any())]
-        padded = not self.cfg.memory or bool(
-            (patches[:, :, single, 1:] == self.cfg.vocab_size - 1).all()
-        )
-        if (
-            not single
-            or len(single) + len(multi) != P
-            or (P - 1) not in multi
-            or not padded
-        ):
-            pred, c = self(patches, last)
-            return infonce_loss(pred, c)
         tokens, inverse = torch.unique(patches[:, :, single, 0], return_inverse=True)
         n_u = tokens.numel()
         table = self.concepts(
@@ -267,6 +255,25 @@ class JEPA(nn.Module):
             .view(S, B)
             .mean(-1)
         )
+
+    def _single_token_split(
+        self, patches: torch.Tensor, last: torch.Tensor
+    ) -> tuple[list[int], list[int]] | None:
+        """The patch positions that are single-token in every example and those that are
+        in none, for :meth:`infonce`'s ``dedupe``; None where it cannot apply (a mixed
+        position, no single-token one, a single-token gold, or with the memory layer a
+        single-token patch with a real token after its first)."""
+        P = patches.shape[2]
+        one = last == 0
+        single = [p for p in range(P) if bool(one[..., p].all())]
+        multi = [p for p in range(P) if not bool(one[..., p].any())]
+        if not single or len(single) + len(multi) != P or (P - 1) not in multi:
+            return None
+        if self.cfg.memory and not bool(
+            (patches[:, :, single, 1:] == self.cfg.vocab_size - 1).all()
+        ):
+            return None
+        return single, multi
 
 
 def infonce_loss(pred: torch.Tensor, concepts: torch.Tensor) -> torch.Tensor:
